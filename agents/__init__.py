@@ -1,0 +1,26 @@
+"""Players: the questioner and the answerers, all behind one `Player` interface."""
+
+from privateshared.agents.base import ChatMessage, Player, PlayerReply, PlayerRequest, RequestKind
+from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
+from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+from privateshared.agents.registry import resolve_answerer, resolve_questioner
+from privateshared.agents.replay import ReplayAnswerer, ReplayError
+from privateshared.agents.scripted import ProgrammaticQuestioner
+
+__all__ = [
+    "ChatMessage",
+    "ChatModelPlayer",
+    "MockAnswerer",
+    "ModelSpec",
+    "OracleAnswerer",
+    "Player",
+    "PlayerConfigError",
+    "PlayerReply",
+    "PlayerRequest",
+    "ProgrammaticQuestioner",
+    "ReplayAnswerer",
+    "ReplayError",
+    "RequestKind",
+    "resolve_answerer",
+    "resolve_questioner",
+]

@@ -1,0 +1,76 @@
+"""The one interface every player implements, and what crosses it.
+
+The game master sends a `PlayerRequest` and gets a `PlayerReply`. A model player sends only the
+messages; programmatic players (questioner, oracle, mock, replay) read what is being asked from
+the other fields. Players keep no history: the dialogue lives in the graph's state.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+from privateshared.domains.instances import GameInstance
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+RequestKind = Literal["request", "question", "probe"]
+"""request: the questioner's next question; question: the answerer answers it;
+probe: the answerer replies privately, yes or no, whether a slot is shared yet."""
+
+
+class ChatMessage(BaseModel):
+    """One chat message, as OpenAI-compatible APIs take it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class PlayerRequest(BaseModel):
+    """What the game master asks a player for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: RequestKind
+    messages: tuple[ChatMessage, ...]
+    """The whole context to send, the new message last."""
+    instance: GameInstance
+    """The episode being played (programmatic players read their script from it)."""
+    turn: int
+    """Dialogue turn for requests and questions (1 = first question); probing round for probes."""
+    slot: str
+    """The slot asked for, or probed."""
+    attempt: int = 1
+    """1 for the first try, up to 5 for re-prompted probes."""
+
+
+class PlayerReply(BaseModel):
+    """What a player said, with the exact call behind it for requests.json."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    prompt: JsonValue
+    """The request exactly as sent (for a model: the messages); None when nothing was called,
+    which keeps the reply out of requests.json."""
+    raw: JsonValue
+    """The response exactly as received, never holding credentials."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """Anything that can take part in the game."""
+
+    @property
+    def name(self) -> str:
+        """Model or player name, as records and result folders show it."""
+        ...
+
+    @property
+    def temperature(self) -> float:
+        """Sampling temperature (0.0 for programmatic players); part of the results folder name."""
+        ...
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        """Reply to one request."""
+        ...

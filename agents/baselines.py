@@ -1,0 +1,101 @@
+"""Answerers that need no model: a perfect one and a seeded random one.
+
+`OracleAnswerer` reads the dialogue the way a perfect listener would and never looks at the game
+master's ground truth, so its Main Score of 100 is an independent check of the game master.
+`MockAnswerer` breaks the format now and then and guesses every probe, for a run without a model.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from privateshared.agents.base import ChatMessage, PlayerReply, PlayerRequest
+from privateshared.domains.instances import GameInstance
+from privateshared.domains.schema import ANSWER_TAG, ASIDE_TAG
+
+
+def _reply(player: str, request: PlayerRequest, text: str) -> PlayerReply:
+    return PlayerReply(
+        text=text,
+        prompt=[message.model_dump() for message in request.messages],
+        raw={"player": player, "text": text},
+    )
+
+
+def is_known_to_questioner(
+    slot: str, instance: GameInstance, dialogue: tuple[ChatMessage, ...]
+) -> bool:
+    """Whether the questioner has asked for `slot`, or heard its value, in `dialogue`."""
+    question = f"{instance.tag}: {instance.requests[slot]}"
+    value = instance.slots[slot].lower()
+    for message in dialogue:
+        if message.role == "user" and message.content == question:
+            return True
+        if message.role == "assistant" and value in message.content.lower():
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class OracleAnswerer:
+    """Gives each value when asked and answers every probe correctly."""
+
+    name: str = "oracle"
+    temperature: float = 0.0
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        if request.kind == "probe":
+            # The context is the initial prompt, then the dialogue, then the probe itself.
+            dialogue = request.messages[1:-1]
+            known = is_known_to_questioner(request.slot, request.instance, dialogue)
+            return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
+        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+
+
+@dataclass(frozen=True)
+class MockAnswerer:
+    """Seeded random answerer: mostly well-formed, sometimes not, probes guessed at random.
+
+    Every reply depends only on the seed and on what is asked (episode, turn, slot, try), so
+    replies are the same whatever order or concurrency the episodes and probes run in.
+    """
+
+    seed: int = 0
+    temperature: float = 0.0
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", "mock" if self.seed == 0 else f"mock-s{self.seed}")
+
+    def _rng(self, request: PlayerRequest) -> random.Random:
+        instance = request.instance
+        key = f"{self.seed}|{instance.experiment}|{instance.game_id}|{request.kind}|"
+        return random.Random(f"{key}{request.turn}|{request.slot}|{request.attempt}")
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        rng = self._rng(request)
+        draw = rng.random()
+        if request.kind == "probe":
+            guess = rng.choice(["yes", "no"])
+            if draw < 0.15:
+                text = guess.capitalize() + "."  # tag missing
+            elif draw < 0.25:
+                text = f"{ASIDE_TAG} {guess}\n{ANSWER_TAG} Let me add something."  # extra line
+            else:
+                text = f"{ASIDE_TAG} {guess.capitalize()}."
+            return _reply(self.name, request, text)
+        slots = request.instance.slots
+        value = slots[request.slot]
+        if draw < 0.02:
+            text = f"{value}."  # tag missing: aborts the episode
+        elif draw < 0.04:
+            text = f"{ANSWER_TAG} {value}.\nAnything else?"  # extra line: aborts the episode
+        elif draw < 0.14:
+            other = rng.choice([slot for slot in slots if slot != request.slot])
+            text = f"{ANSWER_TAG} {value}, and also {slots[other]}."  # volunteers a value early
+        elif draw < 0.20:
+            text = f"{ANSWER_TAG} I would rather not say."  # slot not filled
+        else:
+            text = f"{ANSWER_TAG} {value}."
+        return _reply(self.name, request, text)

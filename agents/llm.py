@@ -1,0 +1,123 @@
+"""A chat model behind any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
+
+The API key is read once, when the player is built from its `ModelSpec`, and lives only inside
+the `ChatOpenAI` client as a `SecretStr`: it never enters state, records or logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import openai
+from langchain_core.messages import BaseMessage
+from langchain_openai import ChatOpenAI
+from privateshared.agents.base import PlayerReply, PlayerRequest
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+LOCAL_SERVER_KEY = "not-needed"
+"""Sent to a custom base URL when no key is set: local servers ignore it, the client needs one."""
+
+
+class PlayerConfigError(ValueError):
+    """A player that cannot be built; the message is one line with the fix."""
+
+
+class ModelSpec(BaseModel):
+    """Which model to call, where, and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    """Model name as the endpoint knows it, e.g. gpt-4o-2024-08-06."""
+    base_url: str | None = None
+    """OpenAI-compatible endpoint, e.g. http://localhost:8000/v1; None for OpenAI."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the key."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds before one call gives up; always finite."""
+    max_retries: int = Field(default=2, ge=0, le=10)
+    """Retries of a failed call (connection errors, 429, 5xx) before the episode fails."""
+
+
+def api_key(spec: ModelSpec, environ: Mapping[str, str]) -> SecretStr:
+    """The key for `spec` from the environment, or a placeholder for a local server."""
+    value = environ.get(spec.api_key_env)
+    if value:
+        return SecretStr(value)
+    if spec.base_url:
+        return SecretStr(LOCAL_SERVER_KEY)
+    raise PlayerConfigError(
+        f"model {spec.model!r}: {spec.api_key_env} is not set; export it, name another variable "
+        "with --api-key-env, or point --base-url at a local server"
+    )
+
+
+def message_text(message: BaseMessage) -> str:
+    """The reply's text, also when a server returns content as a list of parts."""
+    if isinstance(message.content, str):
+        return message.content
+    parts = []
+    for part in message.content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append(part["text"])
+    return "".join(parts)
+
+
+class ChatModelPlayer:
+    """Sends the request's messages to a chat model and returns its reply as it came."""
+
+    def __init__(self, spec: ModelSpec, key: SecretStr) -> None:
+        self.spec = spec
+        self._chat = ChatOpenAI(
+            model=spec.model,
+            base_url=spec.base_url,
+            api_key=key,
+            temperature=spec.temperature,
+            timeout=spec.timeout,
+            max_retries=spec.max_retries,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.spec.model
+
+    @property
+    def temperature(self) -> float:
+        return self.spec.temperature
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        messages = [message.model_dump() for message in request.messages]
+        reply = await self._chat.ainvoke(messages)
+        return PlayerReply(
+            text=message_text(reply), prompt=messages, raw=reply.model_dump(mode="json")
+        )
+
+    def check(self) -> None:
+        """Fail early, in one line, if the endpoint is unreachable or does not serve the model.
+
+        Endpoints that cannot list their models are given the benefit of the doubt.
+        """
+        where = self.spec.base_url or "the OpenAI API"
+        client = self._chat.root_client.with_options(
+            timeout=min(self.spec.timeout, 15.0), max_retries=0
+        )
+        try:
+            served = [model.id for model in client.models.list()]
+        except openai.APIConnectionError:
+            raise PlayerConfigError(
+                f"cannot reach {where}; start the server or fix --base-url"
+            ) from None
+        except openai.AuthenticationError:
+            raise PlayerConfigError(
+                f"{where} rejected the key in {self.spec.api_key_env}; export a valid key"
+            ) from None
+        except openai.APIError:
+            return
+        if served and self.spec.model not in served:
+            shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "")
+            raise PlayerConfigError(
+                f"unknown model {self.spec.model!r} at {where}; it serves: {shown}"
+            )

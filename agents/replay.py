@@ -1,0 +1,107 @@
+"""An answerer that gives back what a recorded model said, for parity with clembench's records.
+
+Replies are keyed by what is asked (the dialogue turn of a question; the round, slot and try of a
+probe), never by the text asked, so the game master under test decides everything else: what is
+valid, what is filled, what is shared, when the episode ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from privateshared.agents.base import PlayerReply, PlayerRequest
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ReplayError(LookupError):
+    """The game master asked for something the recording does not hold."""
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    content: str = ""
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    sender: str = Field(alias="from")
+    action: _Action
+
+
+class _ProbeEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    target: str
+
+
+class _Recording(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    players: dict[str, str]
+    turns: list[list[_Event]]
+    probes: list[list[_ProbeEntry]]
+
+
+def _probe_segments(events: Sequence[_Event]) -> list[list[str]]:
+    """The answerer's replies to each probe of a round, in order: a `check` event closes a probe."""
+    segments: list[list[str]] = []
+    current: list[str] = []
+    for event in events:
+        if event.action.type == "probe answer":
+            current.append(event.action.content)
+        elif event.action.type == "check":
+            segments.append(current)
+            current = []
+    return segments
+
+
+@dataclass(frozen=True)
+class ReplayAnswerer:
+    """Replies from a recorded episode."""
+
+    name: str
+    answers: Mapping[int, str]
+    """Dialogue turn -> the recorded answer."""
+    probe_replies: Mapping[tuple[int, str, int], str]
+    """(probing round, slot in lower case, try) -> the recorded reply."""
+    temperature: float = 0.0
+
+    @classmethod
+    def from_interactions(cls, interactions: Mapping[str, object]) -> ReplayAnswerer:
+        """Index the replies of a clembench (or our own) `interactions.json`."""
+        recording = _Recording.model_validate(interactions)
+        answers: dict[int, str] = {}
+        probe_replies: dict[tuple[int, str, int], str] = {}
+        for turn, events in enumerate(recording.turns):
+            for event in events:
+                if event.sender == "Player 1" and event.action.type == "get message":
+                    answers[turn] = event.action.content
+            asked = recording.probes[turn] if turn < len(recording.probes) else []
+            for probe, replies in zip(asked, _probe_segments(events), strict=False):
+                for attempt, reply in enumerate(replies, start=1):
+                    probe_replies[(turn, probe.target.lower(), attempt)] = reply
+        described = recording.players.get("Player 1", "replay")
+        return cls(
+            name=described.split(":", 1)[-1].strip(),
+            answers=answers,
+            probe_replies=probe_replies,
+        )
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        if request.kind == "probe":
+            key = (request.turn, request.slot.lower(), request.attempt)
+            if key not in self.probe_replies:
+                raise ReplayError(
+                    f"the recording has no reply to the probe of round {request.turn}, "
+                    f"slot {request.slot!r}, try {request.attempt}"
+                )
+            text = self.probe_replies[key]
+        else:
+            if request.turn not in self.answers:
+                raise ReplayError(f"the recording has no answer in turn {request.turn}")
+            text = self.answers[request.turn]
+        return PlayerReply(
+            text=text,
+            prompt=[message.model_dump() for message in request.messages],
+            raw={"player": "replay", "recorded_model": self.name, "text": text},
+        )

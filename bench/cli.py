@@ -1,0 +1,275 @@
+"""The `privateshared` command: run, score, replay, instances, domains check.
+
+Bad input ends the command with one line on stderr naming the problem and the fix (exit 2);
+model calls that still fail after their retries end it with one line too (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+import openai
+from privateshared.agents.base import Player
+from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+from privateshared.agents.registry import (
+    PROGRAMMATIC_ANSWERERS,
+    is_programmatic_answerer,
+    resolve_answerer,
+    resolve_questioner,
+)
+from privateshared.agents.replay import ReplayError
+from privateshared.bench.layout import DEFAULT_RESULTS_DIR
+from privateshared.bench.replay import find_recorded_episodes, replay_episode
+from privateshared.bench.rescore import RecordsError, rescore
+from privateshared.bench.run import EpisodeResult, run_benchmark
+from privateshared.bench.summary import format_table, summarize
+from privateshared.domains.instances import (
+    DEFAULT_PER_DOMAIN,
+    DEFAULT_SEED,
+    InstancesError,
+    default_instances_path,
+    generate_instances,
+    playable_instances,
+    read_instances,
+)
+from privateshared.domains.loader import DomainError, load_domains
+from privateshared.graph.recorder import write_text
+
+DEFAULT_MODELS = ("oracle", "mock")
+
+
+class UsageError(ValueError):
+    """Bad command-line input; the message is one line with the fix."""
+
+
+PLAYER_FAILURES = (openai.APIError, httpx.HTTPError, ReplayError, TimeoutError, ConnectionError)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="privateshared",
+        description="Scorekeeping benchmark: does a chat model know what is private and what is "
+        "shared in a conversation?",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="play every instance with the given models")
+    run.add_argument(
+        "--model", action="append", dest="models", metavar="NAME",
+        help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, or a model served at "
+        f"--base-url (repeatable; default: {' '.join(DEFAULT_MODELS)})",
+    )  # fmt: skip
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    run.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+    run.add_argument("--temperature", type=float, default=0.0)
+    run.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
+    run.add_argument("--max-retries", type=int, default=2, help="retries per failed model call")
+    run.add_argument("--instances", type=Path, help="instances file (default: the shipped one)")
+    run.add_argument(
+        "--resources",
+        type=Path,
+        help="clembench's privateshared/resources/texts, for clembench instances",
+    )
+    run.add_argument(
+        "--experiment",
+        action="append",
+        dest="experiments",
+        metavar="NAME",
+        help="play only this experiment (repeatable)",
+    )
+    run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
+    run.add_argument(
+        "--sequential-probes",
+        action="store_true",
+        help="probe one slot at a time and stop at the first failure, as clembench",
+    )
+
+    score = commands.add_parser("score", help="re-score a results folder from its interactions")
+    score.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
+
+    replay = commands.add_parser("replay", help="replay clembench records and compare scores")
+    replay.add_argument("source", type=Path, help="a clembench results folder")
+    replay.add_argument(
+        "--instances",
+        type=Path,
+        required=True,
+        help="the instances file the records were played on",
+    )
+    replay.add_argument("--results-dir", type=Path, required=True)
+    replay.add_argument(
+        "--resources",
+        type=Path,
+        help="clembench's resources/texts, to record the real question texts",
+    )
+
+    instances = commands.add_parser("instances", help="generate an instances file")
+    instances.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    instances.add_argument("--per-domain", type=int, default=DEFAULT_PER_DOMAIN)
+    instances.add_argument("--domains", type=Path, help="folder of domains (default: shipped)")
+    instances.add_argument("--out", default="-", help="output file (default: - for stdout)")
+
+    domains = commands.add_parser("domains", help="work with domain folders")
+    domain_commands = domains.add_subparsers(
+        dest="domains_command", required=True, metavar="ACTION"
+    )
+    check = domain_commands.add_parser("check", help="validate a domain folder or a folder of them")
+    check.add_argument("path", type=Path)
+    return parser
+
+
+def _writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write to {folder} ({error.strerror}); pass a writable --results-dir"
+        ) from None
+
+
+def _answerers(args: argparse.Namespace) -> list[Player]:
+    names = args.models or list(DEFAULT_MODELS)
+    players = []
+    for name in names:
+        if is_programmatic_answerer(name):
+            players.append(resolve_answerer(name))
+            continue
+        spec = ModelSpec(
+            model=name, base_url=args.base_url, api_key_env=args.api_key_env,
+            temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
+        )  # fmt: skip
+        player = resolve_answerer(spec)
+        if isinstance(player, ChatModelPlayer):
+            player.check()
+        players.append(player)
+    return players
+
+
+def _progress(result: EpisodeResult) -> None:
+    outcome = "aborted" if result.aborted else f"Main Score {result.main_score:.1f}"
+    print(f"{result.model:<24} {result.experiment:<16} episode {result.game_id:<3} {outcome}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.timeout <= 0 or args.max_retries < 0:
+        raise UsageError("--timeout must be above 0 and --max-retries at least 0")
+    path = args.instances or default_instances_path()
+    file = read_instances(path)
+    playable = playable_instances(file, load_domains(), args.resources, source=str(path))
+    if args.experiments:
+        known = {experiment.name for _, experiment, _ in playable}
+        unknown = sorted(set(args.experiments) - known)
+        if unknown:
+            raise UsageError(
+                f"unknown experiment {unknown[0]!r} in {path}; "
+                f"choose from {', '.join(sorted(known))}"
+            )
+        playable = [item for item in playable if item[1].name in args.experiments]
+    _writable(args.results_dir)
+    answerers = _answerers(args)
+    questioner = resolve_questioner("programmatic")
+    results = asyncio.run(
+        run_benchmark(
+            answerers, questioner, playable, args.results_dir,
+            sequential_probes=args.sequential_probes, on_episode=_progress,
+        )
+    )  # fmt: skip
+    print()
+    print(format_table(summarize(results)))
+    print(f"\nrecords: {args.results_dir}/")
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    episodes = rescore(args.results_dir)
+    print(f"re-scored {len(episodes)} episodes under {args.results_dir}")
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    instances = read_instances(args.instances)
+    if not args.source.is_dir():
+        raise UsageError(f"{args.source}: not a folder; pass a clembench results folder")
+    episodes = list(find_recorded_episodes(args.source))
+    if not episodes:
+        raise UsageError(f"{args.source}: no privateshared episodes with interactions and scores")
+    _writable(args.results_dir)
+
+    async def replay_all() -> int:
+        failures = 0
+        for episode in episodes:
+            outcome = await replay_episode(episode, instances, args.results_dir, args.resources)
+            verdict = "every score reproduced" if not outcome.differences else "DIFFERS"
+            print(f"{episode.relative}: {verdict}")
+            for difference in outcome.differences:
+                print(f"    {difference}")
+            failures += bool(outcome.differences)
+        print(
+            f"\nreplayed {len(episodes)} episodes: {len(episodes) - failures} reproduce every "
+            f"recorded score, {failures} differ; records in {args.results_dir}/"
+        )
+        return 1 if failures else 0
+
+    return asyncio.run(replay_all())
+
+
+def _instances(args: argparse.Namespace) -> int:
+    if args.per_domain < 1:
+        raise UsageError("--per-domain must be at least 1")
+    domains = load_domains(args.domains)
+    text = generate_instances(list(domains.values()), args.seed, args.per_domain).to_json()
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        write_text(Path(args.out), text)
+        print(f"wrote {args.per_domain} instances per domain to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _domains_check(args: argparse.Namespace) -> int:
+    domains = load_domains(args.path)
+    for name, domain in domains.items():
+        slots = domain.slots.items()
+        counts = ", ".join(f"{slot} ({len(spec.values)} values)" for slot, spec in slots)
+        print(f"{name}: ok; slots {counts}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _parser().parse_args(argv)
+    handlers = {
+        "run": _run, "score": _score, "replay": _replay, "instances": _instances,
+        "domains": _domains_check,
+    }  # fmt: skip
+    try:
+        return handlers[args.command](args)
+    except (UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError) as error:
+        print(f"privateshared: error: {error}", file=sys.stderr)
+        return 2
+    except PLAYER_FAILURES as error:
+        print(
+            f"privateshared: error: a player failed after its retries ({type(error).__name__}: "
+            f"{error}); finished episodes are kept, check the endpoint and run again",
+            file=sys.stderr,
+        )
+        return 1
+    except KeyboardInterrupt:
+        print("privateshared: interrupted; finished episodes are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

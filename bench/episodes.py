@@ -1,0 +1,31 @@
+"""Play one episode through the graph, and keep its records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from privateshared.domains.instances import GameInstance
+from privateshared.graph.builder import graph
+from privateshared.graph.context import GameContext
+from privateshared.graph.recorder import build_records, describe_players, write_episode
+from privateshared.graph.state import EpisodeState
+from pydantic import JsonValue
+
+
+async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeState:
+    """Run the graph from instructions to scores."""
+    start = EpisodeState(
+        instance=instance, experiment=instance.experiment, game_id=instance.game_id
+    )
+    values = await graph.ainvoke(start, context=context)
+    return EpisodeState.model_validate(values)
+
+
+def save_episode(
+    folder: Path, instance_spec: JsonValue, state: EpisodeState, context: GameContext
+) -> None:
+    """Write the episode's four record files, scores last."""
+    interactions, calls = build_records(state, describe_players(context))
+    if state.scores is None:
+        raise ValueError("the episode has no scores; it did not reach score_episode")
+    write_episode(folder, instance_spec, interactions, calls, state.scores)

@@ -1,0 +1,40 @@
+"""Where records go: `<results>/<pair>/privateshared/<index>_<experiment>/episode_<game_id>/`,
+named as clembench names them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from privateshared.agents.base import Player
+from privateshared.graph.records import GAME_NAME
+
+DEFAULT_RESULTS_DIR = Path("records")
+EPISODE_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
+
+
+def safe_name(name: str) -> str:
+    """A model name usable as one path component: no separators, no `..`, nothing odd."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    cleaned = re.sub(r"\.{2,}", "_", cleaned).strip("._")
+    return cleaned or "model"
+
+
+def player_label(player: Player) -> str:
+    """clembench's `<model>-t<temperature>`."""
+    return f"{safe_name(player.name)}-t{float(player.temperature)}"
+
+
+def pair_name(answerer: Player, questioner: Player) -> str:
+    """The dialogue partners' folder; a programmatic questioner names the answerer twice."""
+    if questioner.name == "programmatic":
+        return f"{player_label(answerer)}--{player_label(answerer)}"
+    return f"{player_label(answerer)}--{player_label(questioner)}"
+
+
+def experiment_dir(results: Path, pair: str, index: int, experiment: str) -> Path:
+    return results / pair / GAME_NAME / f"{index}_{experiment}"
+
+
+def episode_dir(results: Path, pair: str, index: int, experiment: str, game_id: int) -> Path:
+    return experiment_dir(results, pair, index, experiment) / f"episode_{game_id}"

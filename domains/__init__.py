@@ -1,0 +1,5 @@
+"""Domains: the settings a dialogue can take place in, each one folder of data.
+
+`load_domains()` reads and validates every folder here that holds a `domain.json`;
+`instances.py` samples domains into the game instances an experiment plays.
+"""

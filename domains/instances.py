@@ -1,0 +1,285 @@
+"""Game instances: what one episode plays, sampled from a domain or read from an instances file.
+
+Instances files keep clembench's shape (`{"experiments": [{"name", "game_instances": [...]}]}`),
+where requests and probes are indices into phrasing lists. Our own files add an experiment key
+`domain` naming the domain whose texts the indices point into; clembench's files lack it, and
+their texts come from a clembench resources folder, or are not needed at all for replay.
+`resolve_instance` turns an indexed `InstanceSpec` into the `GameInstance` the graph plays.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+from privateshared.domains.loader import builtin_domains_dir, load_domains
+from privateshared.domains.schema import Domain
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_SEED = 20251121
+"""Seed of the committed default instances file (`domains/instances.json`)."""
+DEFAULT_PER_DOMAIN = 10
+DEFAULT_INSTANCES_FILE = "instances.json"
+
+
+class InstanceSpec(BaseModel):
+    """One game instance exactly as an instances file stores it (clembench's keys)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    game_id: int
+    """Episode number within the experiment; records go to `episode_<game_id>`."""
+    slots: dict[str, str]
+    """The answerer's private values, by slot."""
+    initial_prompt: str
+    """The answerer's instructions, values included."""
+    request_order: tuple[str, ...]
+    """The order in which the questioner asks for the slots."""
+    requests: dict[str, int]
+    """Index of the request phrasing used for each slot."""
+    probes: dict[str, dict[str, int]]
+    """Per probing round ("0" .. "n"): index of the probe phrasing for each slot. The key order
+    of each round is the order in which the game master probes."""
+    tag: str
+    """The questioner's label, e.g. TRAVEL-AGENT."""
+    lang: str = "en"
+
+    @model_validator(mode="after")
+    def _slots_agree(self) -> InstanceSpec:
+        slots = set(self.slots)
+        if sorted(self.request_order) != sorted(slots):
+            raise ValueError("request_order must list every slot exactly once")
+        if set(self.requests) != slots:
+            raise ValueError("requests must have one entry per slot")
+        if sorted(self.probes, key=int) != [str(k) for k in range(len(slots) + 1)]:
+            raise ValueError(f"probes must have rounds 0 to {len(slots)}")
+        for key, round_probes in self.probes.items():
+            if set(round_probes) != slots:
+                raise ValueError(f"probes round {key} must have one entry per slot")
+        return self
+
+
+class ExperimentSpec(BaseModel):
+    """One experiment of an instances file: a named list of instances."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    """Experiment name, e.g. travel-booking."""
+    domain: str | None = None
+    """Our domain whose texts the phrasing indices point into; None in clembench's files."""
+    game_instances: tuple[InstanceSpec, ...]
+
+
+class InstancesFile(BaseModel):
+    """A whole instances file."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    experiments: tuple[ExperimentSpec, ...] = Field(min_length=1)
+
+    def to_json(self) -> str:
+        """The file's text: stable key order and indentation, so generation is byte-reproducible."""
+        return (
+            json.dumps(
+                self.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False
+            )
+            + "\n"
+        )
+
+
+class GameInstance(BaseModel):
+    """Everything one episode needs, with every text resolved."""
+
+    model_config = ConfigDict(frozen=True)
+
+    experiment: str
+    """Experiment name, e.g. travel-booking."""
+    game_id: int
+    tag: str
+    """The questioner's label; questions reach the answerer as `<tag>: <request>`."""
+    initial_prompt: str
+    slots: dict[str, str]
+    """The answerer's private values, by slot."""
+    request_order: tuple[str, ...]
+    requests: dict[str, str]
+    """The questioner's words for each slot."""
+    probes: tuple[dict[str, str], ...]
+    """One dict per probing round: slot -> probe question, in probing order."""
+
+
+class InstancesError(ValueError):
+    """An instances file that cannot be played; the message is one line with the fix."""
+
+
+PhrasingLookup = Callable[[str, int], str]
+"""(slot, index) -> text."""
+
+
+def resolve_instance(
+    experiment: str, spec: InstanceSpec, request_text: PhrasingLookup, probe_text: PhrasingLookup
+) -> GameInstance:
+    """Replace the phrasing indices of `spec` by texts."""
+    return GameInstance(
+        experiment=experiment,
+        game_id=spec.game_id,
+        tag=spec.tag,
+        initial_prompt=spec.initial_prompt,
+        slots=spec.slots,
+        request_order=spec.request_order,
+        requests={slot: request_text(slot, index) for slot, index in spec.requests.items()},
+        probes=tuple(
+            {slot: probe_text(slot, index) for slot, index in spec.probes[str(k)].items()}
+            for k in range(len(spec.slots) + 1)
+        ),
+    )
+
+
+def domain_phrasings(domain: Domain) -> tuple[PhrasingLookup, PhrasingLookup]:
+    """Request and probe lookups into a domain's own texts."""
+    return (
+        lambda slot, index: domain.slots[slot].requests[index],
+        lambda slot, index: domain.slots[slot].probes[index],
+    )
+
+
+def placeholder_phrasings(experiment: str) -> tuple[PhrasingLookup, PhrasingLookup]:
+    """Stand-in texts for replay, where the recorded replies do not depend on the wording."""
+    return (
+        lambda slot, index: f"[{experiment} request #{index} for {slot}]",
+        lambda slot, index: f"[{experiment} probe #{index} for {slot}]",
+    )
+
+
+def resource_phrasings(folder: Path, experiment: str) -> tuple[PhrasingLookup, PhrasingLookup]:
+    """Lookups into a clembench resources folder (`<folder>/<experiment>/requests.json` and
+    `probing_questions.json`, each mapping slot -> list of texts)."""
+    texts = []
+    for name in ("requests.json", "probing_questions.json"):
+        path = folder / experiment / name
+        try:
+            texts.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError) as error:
+            raise InstancesError(
+                f"{path}: cannot read phrasings ({error.__class__.__name__}); "
+                "pass clembench's privateshared/resources/texts folder as --resources"
+            ) from None
+    requests, probes = texts
+    return (lambda slot, index: requests[slot][index], lambda slot, index: probes[slot][index])
+
+
+def _sample_instance(domain: Domain, game_id: int, rng: random.Random) -> InstanceSpec:
+    names = list(domain.slots)
+    values = {slot: rng.choice(domain.slots[slot].values) for slot in names}
+    request_order = rng.sample(names, len(names))
+    requests = {slot: rng.randrange(len(domain.slots[slot].requests)) for slot in names}
+    probes = {}
+    for k in range(len(names) + 1):
+        order = rng.sample(names, len(names))
+        probes[str(k)] = {slot: rng.randrange(len(domain.slots[slot].probes)) for slot in order}
+    return InstanceSpec(
+        game_id=game_id,
+        slots=values,
+        initial_prompt=domain.render_initial_prompt(values),
+        request_order=tuple(request_order),
+        requests=requests,
+        probes=probes,
+        tag=domain.tag,
+    )
+
+
+def generate_instances(
+    domains: Sequence[Domain], seed: int = DEFAULT_SEED, per_domain: int = DEFAULT_PER_DOMAIN
+) -> InstancesFile:
+    """Sample `per_domain` instances of every domain; the same seed gives the same file."""
+    experiments = []
+    for domain in domains:
+        # One generator per domain, so adding a domain leaves the others' instances unchanged.
+        rng = random.Random(f"{seed}:{domain.name}")
+        instances = tuple(_sample_instance(domain, game_id, rng) for game_id in range(per_domain))
+        experiments.append(
+            ExperimentSpec(name=domain.name, domain=domain.name, game_instances=instances)
+        )
+    return InstancesFile(experiments=tuple(experiments))
+
+
+def read_instances(path: Path) -> InstancesFile:
+    """Read and validate an instances file (ours or clembench's), or raise `InstancesError`."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InstancesError(f"{path}: file not found; pass an existing instances file") from None
+    except IsADirectoryError:
+        raise InstancesError(f"{path}: is a folder; pass an instances JSON file") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InstancesError(f"{path}: not valid JSON ({error}); pass an instances file") from None
+    try:
+        return InstancesFile.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InstancesError(
+            f"{path}: {where}: {first['msg']}; fix the file or regenerate it with "
+            "`privateshared instances`"
+        ) from None
+
+
+def default_instances_path() -> Path:
+    """The committed default instances file."""
+    return builtin_domains_dir() / DEFAULT_INSTANCES_FILE
+
+
+def playable_instances(
+    file: InstancesFile,
+    domains: Mapping[str, Domain],
+    resources: Path | None = None,
+    source: str = "instances file",
+) -> list[tuple[int, ExperimentSpec, list[GameInstance]]]:
+    """Every experiment of `file` with its instances' texts resolved, or `InstancesError`."""
+    playable = []
+    for index, experiment in enumerate(file.experiments):
+        if experiment.domain is not None:
+            if experiment.domain not in domains:
+                raise InstancesError(
+                    f"{source}: experiment {experiment.name!r} uses domain "
+                    f"{experiment.domain!r}, which is not installed; known: {', '.join(domains)}"
+                )
+            lookups = domain_phrasings(domains[experiment.domain])
+        elif resources is not None:
+            lookups = resource_phrasings(resources, experiment.name)
+        else:
+            raise InstancesError(
+                f"{source}: experiment {experiment.name!r} has phrasing indices into texts we do "
+                "not ship (a clembench file); pass --resources with clembench's "
+                "privateshared/resources/texts folder, or replay it with `privateshared replay`"
+            )
+        try:
+            instances = [
+                resolve_instance(experiment.name, spec, *lookups)
+                for spec in experiment.game_instances
+            ]
+        except (KeyError, IndexError) as error:
+            raise InstancesError(
+                f"{source}: experiment {experiment.name!r} refers to phrasing {error} that its "
+                "texts do not have; regenerate the instances for these domains"
+            ) from None
+        playable.append((index, experiment, instances))
+    return playable
+
+
+@cache
+def default_instance(experiment: str, game_id: int) -> GameInstance:
+    """One instance of the default file, for runs that name it (e.g. from LangGraph Studio)."""
+    file = read_instances(default_instances_path())
+    for _, spec, instances in playable_instances(file, load_domains()):
+        if spec.name == experiment:
+            for instance in instances:
+                if instance.game_id == game_id:
+                    return instance
+    known = ", ".join(spec.name for spec in file.experiments)
+    raise InstancesError(
+        f"no default instance {experiment!r} #{game_id}; experiments: {known}, game ids 0-9"
+    )

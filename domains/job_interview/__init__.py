@@ -1,0 +1,1 @@
+"""Job interview: an applicant tells a recruiter about their education, experience and start."""

@@ -1,0 +1,36 @@
+"""The game as a LangGraph state machine; `graph` is what langgraph.json serves.
+
+instruct_answerer -> probe_round -> ask_question -> answer_question -> probe_round -> ...
+                                 \\-> score_episode (all slots asked, or rules broken)
+"""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from privateshared.graph.context import GameContext
+from privateshared.graph.dialogue import answer_question, ask_question, instruct_answerer
+from privateshared.graph.probing import probe_round
+from privateshared.graph.routing import route_after_answer, route_after_probe
+from privateshared.graph.scoring import score_episode
+from privateshared.graph.state import EpisodeState
+
+
+def build_graph() -> CompiledStateGraph[EpisodeState, GameContext, EpisodeState, EpisodeState]:
+    """Wire the game master's nodes; compiled without a checkpointer (the server brings its own)."""
+    builder = StateGraph(EpisodeState, context_schema=GameContext)
+    builder.add_node("instruct_answerer", instruct_answerer)
+    builder.add_node("probe_round", probe_round)
+    builder.add_node("ask_question", ask_question)
+    builder.add_node("answer_question", answer_question)
+    builder.add_node("score_episode", score_episode)
+    builder.add_edge(START, "instruct_answerer")
+    builder.add_edge("instruct_answerer", "probe_round")
+    builder.add_conditional_edges("probe_round", route_after_probe)
+    builder.add_edge("ask_question", "answer_question")
+    builder.add_conditional_edges("answer_question", route_after_answer)
+    builder.add_edge("score_episode", END)
+    return builder.compile(name="privateshared")
+
+
+graph = build_graph()

@@ -1,0 +1,137 @@
+"""The dialogue: instructing the answerer, the questioner's questions and the answers to them.
+
+Rules as clembench 2.0 played them: a valid answer starts with `ANSWER:` and stays on one line;
+a broken answer aborts the episode at once. A slot is filled when its value occurs in the answer
+(case-insensitive), and every value of the instance that occurs in a valid answer makes its slot
+shared from that turn on, even when the questioner has not asked for it yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from langgraph.runtime import Runtime
+from privateshared.agents.base import ChatMessage, Player, PlayerRequest
+from privateshared.domains.instances import default_instance
+from privateshared.domains.schema import ANSWER_TAG
+from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.state import EpisodeState, Exchange, Reply
+
+PSEUDO_ANSWER = "Ok."
+"""Put in the answerer's mouth after the instructions, so the dialogue starts with its turn."""
+QUESTIONER_CUE = "Ask your next question."
+"""What the game master tells the questioner each turn."""
+SLOT_FILLING_ABORT = "invalid format in slot filling"
+
+
+def has_continuation(reply: str) -> bool:
+    """Whether a reply goes on past its first line (surrounding newlines do not count)."""
+    return "\n" in reply.strip("\n")
+
+
+def parse_answer(reply: str) -> str | None:
+    """The answer without its tag, e.g. "Lisbon." from "ANSWER: Lisbon."; None if malformed."""
+    if not reply.startswith(ANSWER_TAG) or has_continuation(reply):
+        return None
+    return reply.replace(ANSWER_TAG, "").strip()
+
+
+def is_slot_filled(answer: str, value: str) -> bool:
+    """Whether `value` occurs in `answer`, ignoring case (clembench's containment rule)."""
+    return value.lower() in answer.lower()
+
+
+def revealed_slots(answer: str, slots: Mapping[str, str]) -> frozenset[str]:
+    """Slots whose value occurs in `answer`."""
+    return frozenset(slot for slot, value in slots.items() if is_slot_filled(answer, value))
+
+
+def answerer_context(dialogue: Sequence[Exchange]) -> list[ChatMessage]:
+    """The answerer's conversation: every message it received and every answer it gave."""
+    messages = []
+    for exchange in dialogue:
+        messages.append(ChatMessage(role="user", content=exchange.message))
+        if exchange.answer is not None:
+            messages.append(ChatMessage(role="assistant", content=exchange.answer.text))
+    return messages
+
+
+async def call_player(player: Player, request: PlayerRequest, clock: Callable[[], str]) -> Reply:
+    """Send `request` to `player` and stamp the reply with when it was sent and received."""
+    sent_at = clock()
+    reply = await player.respond(request)
+    return Reply(
+        text=reply.text, sent_at=sent_at, received_at=clock(), prompt=reply.prompt, raw=reply.raw
+    )
+
+
+def instruct_answerer(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Open the dialogue with the initial prompt and the pseudo answer `Ok.`."""
+    now = game_context(runtime).clock()
+    instance = state.instance or default_instance(state.experiment, state.game_id)
+    instructions = Exchange(
+        slot=None,
+        request=None,
+        message=instance.initial_prompt,
+        answer=Reply(text=PSEUDO_ANSWER, sent_at=now, received_at=now),
+        parsed=PSEUDO_ANSWER,
+    )
+    return {"instance": instance, "dialogue": [instructions]}
+
+
+async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Get the questioner's next question, for the next slot in the instance's request order."""
+    ctx = game_context(runtime)
+    assert state.instance is not None  # set by instruct_answerer
+    turn = len(state.dialogue)
+    slot = state.instance.request_order[turn - 1]
+    cue = ChatMessage(role="user", content=QUESTIONER_CUE)
+    request = await call_player(
+        ctx.questioner,
+        PlayerRequest(
+            kind="request", messages=(cue,), instance=state.instance, turn=turn, slot=slot
+        ),
+        ctx.clock,
+    )
+    exchange = Exchange(
+        slot=slot, request=request, message=f"{state.instance.tag}: {request.text.strip()}"
+    )
+    return {"dialogue": [*state.dialogue, exchange]}
+
+
+async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Get the answer, check its format and filling, and mark every slot it shares as shared."""
+    ctx = game_context(runtime)
+    instance = state.instance
+    assert instance is not None  # set by instruct_answerer
+    exchange = state.dialogue[-1]
+    assert exchange.slot is not None  # set by ask_question
+    turn = len(state.dialogue) - 1
+    messages = tuple(answerer_context(state.dialogue))
+    answer = await call_player(
+        ctx.answerer,
+        PlayerRequest(
+            kind="question", messages=messages, instance=instance, turn=turn, slot=exchange.slot
+        ),
+        ctx.clock,
+    )
+    parsed = parse_answer(answer.text)
+    if parsed is None:
+        answered = exchange.model_copy(update={"answer": answer})
+        return {"dialogue": [*state.dialogue[:-1], answered], "abort_reason": SLOT_FILLING_ABORT}
+    answered = exchange.model_copy(
+        update={
+            "answer": answer,
+            "parsed": parsed,
+            "filled": is_slot_filled(answer.text, instance.slots[exchange.slot]),
+        }
+    )
+    # The asked slot is shared now whatever the answer said (a wrong value is still shared);
+    # so is every slot whose value the answer gave away early.
+    newly_shared = ({exchange.slot} | revealed_slots(answer.text, instance.slots)) - set(
+        state.shared_since
+    )
+    return {
+        "dialogue": [*state.dialogue[:-1], answered],
+        "shared_since": {**state.shared_since, **dict.fromkeys(sorted(newly_shared), turn)},
+    }

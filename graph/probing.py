@@ -1,0 +1,105 @@
+"""Probing rounds: the game master privately asks the answerer, slot by slot, whether the
+questioner knows it yet.
+
+Round k comes after dialogue turn k (round 0 before the first question). Each probe sees the
+dialogue so far plus the probe itself and never enters the dialogue, so the probes of a round are
+independent and are asked concurrently unless `sequential_probes` asks for clembench's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from langgraph.runtime import Runtime
+from privateshared.agents.base import ChatMessage, Player, PlayerRequest
+from privateshared.domains.instances import GameInstance
+from privateshared.domains.schema import ASIDE_TAG, PROBE_TAG
+from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.dialogue import answerer_context, call_player, has_continuation
+from privateshared.graph.state import EpisodeState, Probe, ProbeAnswer, ProbeAttempt
+
+PROBE_INSTRUCTION = "Answer this question with yes or no and then stop."
+REPROMPTS = (
+    "Your last reply did not follow the format.",
+    "Please reply on one line that starts with ASIDE: and then says yes or no.",
+    "Only ASIDE: yes or ASIDE: no is accepted here.",
+    "Last try: reply with exactly ASIDE: yes or ASIDE: no.",
+)
+"""Words put right after `ME:` on tries 2 to 5."""
+PROBING_ABORT = "invalid format in probing"
+
+
+def probe_message(question: str, attempt: int) -> str:
+    """The probe as sent on try `attempt` (1-based), re-prompt words from the second try on."""
+    reprompt = f" {REPROMPTS[attempt - 2]}" if attempt > 1 else ""
+    return f"{PROBE_TAG}{reprompt} {question} {PROBE_INSTRUCTION}"
+
+
+def parse_probe_answer(reply: str) -> ProbeAnswer | None:
+    """Read yes or no from a reply such as "ASIDE: No."; None if malformed."""
+    if not reply.startswith(ASIDE_TAG) or has_continuation(reply):
+        return None
+    text = reply.replace(ASIDE_TAG, "").strip().lower()
+    if text.startswith("yes"):
+        return "yes"
+    if text.startswith("no"):
+        return "no"
+    return None
+
+
+async def probe_slot(
+    answerer: Player,
+    context: Sequence[ChatMessage],
+    instance: GameInstance,
+    round_index: int,
+    slot: str,
+    gold: ProbeAnswer,
+    ctx: GameContext,
+) -> Probe:
+    """Ask one probe until its reply is valid or `ctx.max_tries` tries are used."""
+    question = instance.probes[round_index][slot]
+    attempts: list[ProbeAttempt] = []
+    for attempt in range(1, ctx.max_tries + 1):
+        message = probe_message(question, attempt)
+        request = PlayerRequest(
+            kind="probe",
+            messages=(*context, ChatMessage(role="user", content=message)),
+            instance=instance,
+            turn=round_index,
+            slot=slot,
+            attempt=attempt,
+        )
+        reply = await call_player(answerer, request, ctx.clock)
+        parsed = parse_probe_answer(reply.text)
+        attempts.append(ProbeAttempt(message=message, reply=reply, parsed=parsed))
+        if parsed is not None:
+            break
+    return Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts))
+
+
+async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Probe every slot once, in the order the instance gives for this round."""
+    ctx = game_context(runtime)
+    instance = state.instance
+    assert instance is not None  # set by instruct_answerer
+    round_index = len(state.probe_rounds)
+    context = answerer_context(state.dialogue)
+
+    async def probe(slot: str) -> Probe:
+        gold: ProbeAnswer = "yes" if slot in state.shared_since else "no"
+        return await probe_slot(ctx.answerer, context, instance, round_index, slot, gold, ctx)
+
+    order = list(instance.probes[round_index])
+    probes: list[Probe] = []
+    if ctx.sequential_probes:
+        for slot in order:
+            probes.append(await probe(slot))
+            if probes[-1].answer is None:  # clembench stops probing at the first failure
+                break
+    else:
+        probes = list(await asyncio.gather(*(probe(slot) for slot in order)))
+    update: dict[str, object] = {"probe_rounds": [*state.probe_rounds, probes]}
+    if any(probe.answer is None for probe in probes):
+        update["abort_reason"] = PROBING_ABORT
+    return update

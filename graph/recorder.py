@@ -1,0 +1,260 @@
+"""From a finished episode's state to clembench's record files, and writing them safely.
+
+Turn 0 of `interactions.json` holds the instructions and probing round 0; turn i holds question i,
+its answer and probing round i. Besides clembench's basic event types (`send message`,
+`get message`, `parse`, `metadata`, `invalid format`) the game master logs these custom types,
+as clembench's privateshared does:
+
+- `info`: a probing round begins or ends;
+- `probe question` / `probe answer`: one try of a probe, sent to and answered by the answerer
+  (extra keys `round`, `slot`, `try`); the answer carries the model call in requests.json;
+- `check`: a probe is done; whether its reply matches the truth (extra keys `slot`, `gold`,
+  `answer`). Every probe ends with exactly one `check`;
+- `end`: the episode is over.
+
+`metadata` events with the extra key `shared_early` mark slots whose value an answer gave away
+before the questioner asked for it.
+
+This module is the only code in `graph/` that touches the filesystem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from privateshared.graph.context import GameContext
+from privateshared.graph.dialogue import PSEUDO_ANSWER, QUESTIONER_CUE
+from privateshared.graph.probing import probe_message
+from privateshared.graph.records import (
+    GAME_NAME,
+    INVALID_PROBE_VALUE,
+    Action,
+    CallRecord,
+    EpisodeScores,
+    Event,
+    Interactions,
+    ProbeEntry,
+)
+from privateshared.graph.state import EpisodeState, Exchange, Probe, Reply
+from pydantic import BaseModel, JsonValue
+
+GM = "GM"
+ANSWERER = "Player 1"
+QUESTIONER = "Player 2"
+PROBE_VALUES = {"yes": 1, "no": 0}
+
+
+def describe_players(ctx: GameContext) -> dict[str, str]:
+    """The `players` entry of interactions.json."""
+    return {
+        GM: f"Game master for {GAME_NAME}",
+        ANSWERER: f"Answerer: {ctx.answerer.name}",
+        QUESTIONER: f"Questioner: {ctx.questioner.name}",
+    }
+
+
+class _Log:
+    """Events grouped by turn, and the model calls that go with them."""
+
+    def __init__(self) -> None:
+        self.turns: list[list[Event]] = []
+        self.calls: list[CallRecord] = []
+        self.last_time = ""
+
+    def next_turn(self) -> None:
+        self.turns.append([])
+
+    def event(
+        self,
+        sender: str,
+        to: str,
+        kind: str,
+        content: JsonValue,
+        *,
+        at: str | None = None,
+        call: Reply | None = None,
+        extra: Mapping[str, JsonValue] | None = None,
+    ) -> None:
+        self.last_time = at or self.last_time
+        action = Action(type=kind, content=content, **(extra or {}))
+        self.turns[-1].append(Event(sender=sender, to=to, timestamp=self.last_time, action=action))
+        if call is not None and call.prompt is not None:
+            self.calls.append(
+                CallRecord(
+                    timestamp=self.last_time,
+                    manipulated_prompt_obj=call.prompt,
+                    raw_response_obj=call.raw,
+                )
+            )
+
+
+def _log_exchange(log: _Log, state: EpisodeState, turn: int, exchange: Exchange) -> None:
+    if exchange.slot is None:  # the instructions
+        assert exchange.answer is not None
+        log.event(GM, ANSWERER, "send message", exchange.message, at=exchange.answer.sent_at)
+        log.event(
+            GM,
+            GM,
+            "metadata",
+            f"Pseudo answer added to the answerer's context: {PSEUDO_ANSWER}",
+            extra={"pseudo_answer": PSEUDO_ANSWER},
+        )
+        return
+    if exchange.request is not None:
+        log.event(GM, QUESTIONER, "send message", QUESTIONER_CUE, at=exchange.request.sent_at)
+        log.event(
+            QUESTIONER, GM, "get message", exchange.request.text,
+            at=exchange.request.received_at, call=exchange.request,
+        )  # fmt: skip
+    if exchange.answer is None:
+        return
+    answer = exchange.answer
+    log.event(GM, ANSWERER, "send message", exchange.message, at=answer.sent_at)
+    log.event(ANSWERER, GM, "get message", answer.text, at=answer.received_at, call=answer)
+    if exchange.parsed is None:
+        return
+    log.event(GM, GM, "parse", exchange.parsed)
+    log.event(GM, GM, "metadata", f"Slot filled: {exchange.filled}", extra={"slot": exchange.slot})
+    for slot, since in state.shared_since.items():
+        if since == turn and slot != exchange.slot:
+            log.event(
+                GM, GM, "metadata",
+                f"Value of {slot.upper()} given before it was asked: shared from turn {turn}.",
+                extra={"shared_early": slot},
+            )  # fmt: skip
+    log.event(GM, QUESTIONER, "send message", exchange.parsed)
+
+
+def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
+    for number, attempt in enumerate(probe.attempts, start=1):
+        where: dict[str, JsonValue] = {"round": round_index, "slot": probe.slot, "try": number}
+        reply = attempt.reply
+        log.event(GM, ANSWERER, "probe question", attempt.message, at=reply.sent_at, extra=where)
+        log.event(
+            ANSWERER, GM, "probe answer", reply.text, at=reply.received_at, call=reply, extra=where
+        )
+        log.event(GM, GM, "parse", attempt.parsed or "invalid")
+    validity = "valid" if probe.answer is not None else "invalid"
+    tries = len(probe.attempts)
+    summary = f"Answer for {probe.slot.upper()} {validity} after {tries} tries."
+    log.event(GM, GM, "metadata", summary)
+    verdict = "correct" if probe.answer == probe.gold else "incorrect"
+    log.event(
+        GM, GM, "check", f"Answer is {verdict}.",
+        extra={"slot": probe.slot, "gold": probe.gold, "answer": probe.answer},
+    )  # fmt: skip
+
+
+def _probe_entry(round_index: int, probe: Probe) -> ProbeEntry:
+    return ProbeEntry(
+        target=probe.slot.upper(),
+        question=probe_message(probe.question, 1),
+        gt=PROBE_VALUES[probe.gold],
+        answer=probe.attempts[-1].reply.text if probe.attempts else None,
+        value=PROBE_VALUES[probe.answer] if probe.answer else INVALID_PROBE_VALUE,
+        tries=len(probe.attempts),
+    )
+
+
+def build_records(
+    state: EpisodeState, players: dict[str, str]
+) -> tuple[Interactions, list[CallRecord]]:
+    """The episode's interactions.json and requests.json, from its state."""
+    instance = state.instance
+    if instance is None:
+        raise ValueError("the episode has no instance yet; records start after instruct_answerer")
+    n = len(instance.request_order)
+    log = _Log()
+    for turn in range(max(len(state.dialogue), len(state.probe_rounds))):
+        log.next_turn()
+        if turn < len(state.dialogue):
+            _log_exchange(log, state, turn, state.dialogue[turn])
+        if turn < len(state.probe_rounds):
+            log.event(GM, GM, "info", "Begin probing", extra={"round": turn})
+            for probe in state.probe_rounds[turn]:
+                _log_probe(log, turn, probe)
+            log.event(GM, GM, "info", "End probing", extra={"round": turn})
+    if state.abort_reason is not None:
+        log.event(GM, GM, "invalid format", f"Abort: {state.abort_reason}.")
+    log.event(GM, GM, "end", "Game finished.")
+
+    requests = [0] * (n + 1)
+    parsed = [0] * (n + 1)
+    violated = [0] * (n + 1)
+    for turn, exchange in enumerate(state.dialogue):
+        if exchange.slot is not None and exchange.answer is not None:
+            requests[turn] += 1
+            parsed[turn] += exchange.parsed is not None
+            violated[turn] += exchange.parsed is None
+    for k, probes in enumerate(state.probe_rounds):
+        for probe in probes:
+            for attempt in probe.attempts:
+                requests[k] += 1
+                parsed[k] += attempt.parsed is not None
+                violated[k] += attempt.parsed is None
+    played = sum(
+        1 for probes in state.probe_rounds
+        if len(probes) == n and all(probe.answer is not None for probe in probes)
+    )  # fmt: skip
+    interactions = Interactions(
+        players=players,
+        turns=log.turns,
+        probes=[
+            [_probe_entry(k, probe) for probe in probes]
+            for k, probes in enumerate(state.probe_rounds)
+        ],
+        # clembench's name: the index of the answer after which each slot became shared.
+        realised_slots={
+            slot: state.shared_since[slot] - 1
+            if slot in state.shared_since
+            else instance.request_order.index(slot)
+            for slot in instance.request_order
+        },
+        request_count=requests,
+        parsed_request_count=parsed,
+        violated_request_count=violated,
+        filled_slots=[bool(ex.filled) for ex in state.dialogue[1:] if ex.parsed is not None],
+        aborted=state.abort_reason is not None,
+        played_probe_rounds=played,
+    )
+    return interactions, log.calls
+
+
+def write_json(path: Path, data: BaseModel | JsonValue) -> None:
+    """Write JSON atomically. NaN is written as clembench writes it (`NaN`), so scores stay
+    readable by its tools."""
+    payload = data.model_dump(mode="python") if isinstance(data, BaseModel) else data
+    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=True) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a file atomically: a crash leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_episode(
+    folder: Path,
+    instance_spec: JsonValue,
+    interactions: Interactions,
+    calls: list[CallRecord],
+    scores: EpisodeScores,
+) -> None:
+    """Write one episode's records; scores.json comes last and marks the episode complete."""
+    write_json(folder / "instance.json", instance_spec)
+    write_json(folder / "interactions.json", interactions)
+    write_json(folder / "requests.json", [call.model_dump(mode="python") for call in calls])
+    write_json(folder / "scores.json", scores)

@@ -1,0 +1,142 @@
+"""Scores of an episode, computed from its records exactly as clembench's scorer computes them.
+
+`score_interactions` is the one scoring function: the graph's last node calls it on the records it
+derives from the state, and `privateshared score` calls it on `interactions.json` files, ours or
+clembench's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from langgraph.runtime import Runtime
+from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.recorder import build_records, describe_players
+from privateshared.graph.records import (
+    ABORTED,
+    ACCURACY,
+    KAPPA,
+    LOSE,
+    MAIN_SCORE,
+    MIDDLE_ACCURACY,
+    PARSED_REQUEST_COUNT,
+    REQUEST_COUNT,
+    REQUEST_SUCCESS_RATIO,
+    SLOT_FILLED,
+    SLOT_FILLING_ACCURACY,
+    SUCCESS,
+    TRUNCATED_KAPPA,
+    VIOLATED_REQUEST_COUNT,
+    EpisodeScores,
+    Interactions,
+    ScoreValue,
+)
+from privateshared.graph.state import EpisodeState
+from sklearn.metrics import cohen_kappa_score
+
+NAN = float("nan")
+
+
+def accuracy(gold: Sequence[int], predicted: Sequence[int]) -> float:
+    """Share of probes answered correctly."""
+    return sum(g == p for g, p in zip(gold, predicted, strict=True)) / len(gold)
+
+
+def kappa(gold: Sequence[int], predicted: Sequence[int]) -> float:
+    """Cohen's kappa of the probe answers against the truth (scikit-learn's, as clembench)."""
+    return float(cohen_kappa_score(gold, predicted))
+
+
+def truncated_kappa(value: float) -> float:
+    """Kappa below chance counts as no agreement at all."""
+    return max(0.0, value)
+
+
+def main_score(slot_filling_accuracy: float, truncated: float) -> float:
+    """100 x the harmonic mean of slot-filling accuracy and truncated kappa; 0 when both are 0."""
+    if slot_filling_accuracy + truncated == 0:
+        return 0.0
+    return 100 * (2 * slot_filling_accuracy * truncated / (slot_filling_accuracy + truncated))
+
+
+def middle_round(n_slots: int) -> int:
+    """The probing round where shared and private slots are most balanced (the third of six)."""
+    return int((n_slots + 1) / 2) - 1
+
+
+def _round_truth(interactions: Interactions, k: int) -> tuple[list[int], list[int]]:
+    probes = interactions.probes[k]
+    return [probe.gt for probe in probes], [
+        probe.value if probe.value is not None else -1 for probe in probes
+    ]
+
+
+def score_interactions(interactions: Interactions) -> EpisodeScores:
+    """Turn and episode scores of one episode's records."""
+    counts = (
+        (REQUEST_COUNT, interactions.request_count),
+        (PARSED_REQUEST_COUNT, interactions.parsed_request_count),
+        (VIOLATED_REQUEST_COUNT, interactions.violated_request_count),
+    )
+    turn_scores: dict[str, dict[str, ScoreValue]] = {}
+    gold: list[int] = []
+    predicted: list[int] = []
+    rounds: dict[int, float] = {}
+    # Only rounds in which every probe got a valid reply are scored.
+    for k in range(interactions.played_probe_rounds):
+        round_gold, round_predicted = _round_truth(interactions, k)
+        gold += round_gold
+        predicted += round_predicted
+        rounds[k] = accuracy(round_gold, round_predicted)
+        scores: dict[str, ScoreValue] = {name: values[k] for name, values in counts}
+        scores[ACCURACY] = rounds[k]
+        if k > 0:  # round 0 follows no answer
+            scores[SLOT_FILLED] = int(interactions.filled_slots[k - 1])
+        turn_scores[str(k)] = scores
+
+    totals = {name: sum(values) for name, values in counts}
+    ratio = totals[PARSED_REQUEST_COUNT] / totals[REQUEST_COUNT] if totals[REQUEST_COUNT] else NAN
+    if interactions.aborted:
+        episode: dict[str, ScoreValue] = {
+            MIDDLE_ACCURACY: NAN,
+            ACCURACY: NAN,
+            KAPPA: NAN,
+            TRUNCATED_KAPPA: NAN,
+            SLOT_FILLING_ACCURACY: NAN,
+            MAIN_SCORE: NAN,
+            ABORTED: 1,
+            LOSE: 0,
+            SUCCESS: 0,
+        }
+    else:
+        filled = interactions.filled_slots
+        episode_accuracy = accuracy(gold, predicted)
+        episode_kappa = kappa(gold, predicted)
+        slot_filling = sum(filled) / len(filled)
+        success = int(episode_accuracy == 1.0 and slot_filling == 1.0)
+        episode = {
+            MIDDLE_ACCURACY: rounds[middle_round(len(interactions.realised_slots))],
+            ACCURACY: episode_accuracy,
+            KAPPA: episode_kappa,
+            TRUNCATED_KAPPA: truncated_kappa(episode_kappa),
+            SLOT_FILLING_ACCURACY: slot_filling,
+            MAIN_SCORE: main_score(slot_filling, truncated_kappa(episode_kappa)),
+            ABORTED: 0,
+            LOSE: 1 - success,
+            SUCCESS: success,
+        }
+    episode |= totals
+    episode[REQUEST_SUCCESS_RATIO] = ratio
+    return EpisodeScores(turn_scores=turn_scores, episode_scores=episode)
+
+
+def is_nan(value: ScoreValue) -> bool:
+    """Whether a score is NaN (clembench's mark of a score that does not apply)."""
+    return isinstance(value, float) and math.isnan(value)
+
+
+def score_episode(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Score the finished episode from the records its state gives."""
+    interactions, _ = build_records(state, describe_players(game_context(runtime)))
+    return {"scores": score_interactions(interactions)}

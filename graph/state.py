@@ -1,0 +1,105 @@
+"""The state of one episode, as the graph's nodes read and update it. No logic lives here.
+
+The state holds what happened (every message, reply and timestamp) and the game master's
+scoreboard of which slots are shared; the records and scores are derived from it at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from privateshared.domains.instances import GameInstance
+from privateshared.graph.records import EpisodeScores
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+ProbeAnswer = Literal["yes", "no"]
+
+
+class Reply(BaseModel):
+    """What a player said, when, and the call behind it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    sent_at: str
+    """ISO time the message went to the player."""
+    received_at: str
+    """ISO time the reply came back; the timestamp of its event and of its requests.json entry."""
+    prompt: JsonValue = None
+    """The request as sent; None for a pseudo reply that no player gave."""
+    raw: JsonValue = None
+    """The response as received; None for a pseudo reply."""
+
+
+class Exchange(BaseModel):
+    """One turn of the dialogue: a message to the answerer and the answer that stays in its context.
+
+    Turn 0 holds the instructions (the initial prompt and the pseudo answer `Ok.`); turn i >= 1
+    holds the questioner's i-th question and the answer to it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    slot: str | None
+    """The slot asked for; None for the instructions."""
+    request: Reply | None
+    """The questioner's words; None for the instructions."""
+    message: str
+    """What the answerer received: the initial prompt, or `<TAG>: <request>`."""
+    answer: Reply | None = None
+    """The answerer's reply; None until it has replied."""
+    parsed: str | None = None
+    """The answer without its tag; None until answered, or when its format is broken."""
+    filled: bool | None = None
+    """Whether a valid answer contains the value asked for."""
+
+
+class ProbeAttempt(BaseModel):
+    """One try at a probe."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    """The probe as sent, with re-prompt words from the second try on."""
+    reply: Reply
+    parsed: ProbeAnswer | None
+    """yes or no; None when the reply's format is broken."""
+
+
+class Probe(BaseModel):
+    """A private question about one slot, asked until a reply is valid or the tries run out."""
+
+    model_config = ConfigDict(frozen=True)
+
+    slot: str
+    question: str
+    """The probe phrasing, without the game's framing."""
+    gold: ProbeAnswer
+    """The truth: yes once the slot is shared."""
+    attempts: tuple[ProbeAttempt, ...]
+
+    @property
+    def answer(self) -> ProbeAnswer | None:
+        """The valid reply, or None when every try was malformed."""
+        return self.attempts[-1].parsed if self.attempts else None
+
+
+class EpisodeState(BaseModel):
+    """Everything about one episode that the nodes share."""
+
+    experiment: str = "travel-booking"
+    """Experiment of the default instance to play when `instance` is not given."""
+    game_id: int = 0
+    """Game id of the default instance to play when `instance` is not given."""
+    instance: GameInstance | None = None
+    """The instance played; filled from the default instances when absent."""
+    dialogue: list[Exchange] = []
+    """The answerer's conversation so far; probes never enter it."""
+    shared_since: dict[str, int] = {}
+    """Slot -> dialogue turn after which the questioner knows it. Slots absent are private."""
+    probe_rounds: list[list[Probe]] = []
+    """Probing round k follows dialogue turn k; probes in the order asked."""
+    abort_reason: str | None = None
+    """Why the game master aborted the episode; None while the rules are kept."""
+    scores: EpisodeScores | None = None
+    """Turn and episode scores, computed from the records at the end."""

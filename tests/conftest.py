@@ -1,0 +1,38 @@
+"""Shared test fixtures: instances, contexts and paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from privateshared.domains.instances import GameInstance
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_RECORDS = REPO.parent / "shared" / "clembench-records" / "v2.0"
+
+
+@pytest.fixture
+def instance() -> GameInstance:
+    """A small travel instance with fixed texts: 3 slots, asked in the order to, by, from."""
+    slots = {"from": "Lisbon", "to": "Budapest", "by": "Night train"}
+    return GameInstance(
+        experiment="travel-booking",
+        game_id=7,
+        tag="TRAVEL-AGENT",
+        initial_prompt="You want to travel.\nFROM: Lisbon\nTO: Budapest\nBY: Night train",
+        slots=slots,
+        request_order=("to", "by", "from"),
+        requests={"from": "Where from?", "to": "Where to?", "by": "How?"},
+        probes=tuple(
+            {slot: f"Does the agent know {slot} (round {k})?" for slot in order}
+            for k, order in enumerate(
+                [
+                    ("from", "to", "by"),
+                    ("by", "from", "to"),
+                    ("to", "by", "from"),
+                    ("from", "by", "to"),
+                ]
+            )
+        ),
+    )
