@@ -150,10 +150,7 @@ def _answerers(args: argparse.Namespace) -> list[Player]:
             model=name, base_url=args.base_url, api_key_env=args.api_key_env,
             temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
         )  # fmt: skip
-        player = resolve_answerer(spec)
-        if isinstance(player, ChatModelPlayer):
-            player.check()
-        players.append(player)
+        players.append(resolve_answerer(spec))
     return players
 
 
@@ -177,8 +174,11 @@ def _run(args: argparse.Namespace) -> int:
                 f"choose from {', '.join(sorted(known))}"
             )
         playable = [item for item in playable if item[1].name in args.experiments]
-    _writable(args.results_dir)
     answerers = _answerers(args)
+    _writable(args.results_dir)
+    for answerer in answerers:
+        if isinstance(answerer, ChatModelPlayer):
+            answerer.check()  # one call per model, before any episode starts
     questioner = resolve_questioner("programmatic")
     results = asyncio.run(
         run_benchmark(

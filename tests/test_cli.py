@@ -1,0 +1,163 @@
+"""The command line: a full run with the default players, re-scoring, layout and bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from privateshared.bench.cli import main
+from privateshared.bench.layout import safe_name
+from privateshared.graph.recorder import write_json
+
+EPISODE_FILES = ["instance.json", "interactions.json", "requests.json", "scores.json"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One default run (oracle and mock over every default instance), shared by the tests."""
+    results = tmp_path_factory.mktemp("run") / "records"
+    out = io.StringIO()  # capsys is per test; this fixture is per module
+    with contextlib.redirect_stdout(out):
+        assert main(["run", "--results-dir", str(results)]) == 0
+    return results, out.getvalue()
+
+
+def episode_folders(results: Path, pair: str) -> list[Path]:
+    return sorted(results.glob(f"{pair}/privateshared/*/episode_*"))
+
+
+def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Path, str]) -> None:
+    results, output = run_dir
+    assert sorted(path.name for path in results.iterdir()) == [
+        "mock-t0.0--mock-t0.0", "oracle-t0.0--oracle-t0.0",
+    ]  # fmt: skip
+    for pair in ("oracle-t0.0--oracle-t0.0", "mock-t0.0--mock-t0.0"):
+        folders = episode_folders(results, pair)
+        assert len(folders) == 20
+        experiments = sorted({folder.parent.name for folder in folders})
+        assert experiments == ["0_job-interview", "1_travel-booking"]
+        for folder in folders:
+            assert sorted(path.name for path in folder.iterdir()) == EPISODE_FILES
+        for experiment in experiments:
+            meta = json.loads(
+                (results / pair / "privateshared" / experiment / "experiment.json").read_text()
+            )
+            assert meta["name"] == experiment.split("_", 1)[1]
+            assert meta["dialogue_partners"] == pair
+    for folder in episode_folders(results, "oracle-t0.0--oracle-t0.0"):
+        scores = json.loads((folder / "scores.json").read_text())
+        assert scores["episode scores"]["Main Score"] == 100.0, folder
+    assert "oracle-t0.0" in output and "mock-t0.0" in output
+    table = output.split("\n\n")[-2]
+    assert table.splitlines()[1].split()[:5] == ["oracle-t0.0", "20", "20", "0", "100.0"]
+
+
+def test_mock_breaks_rules_sometimes_and_guesses_probes(run_dir: tuple[Path, str]) -> None:
+    results, _ = run_dir
+    episodes = [
+        json.loads((folder / "scores.json").read_text())["episode scores"]
+        for folder in episode_folders(results, "mock-t0.0--mock-t0.0")
+    ]
+    aborted = [episode for episode in episodes if episode["Aborted"]]
+    played = [episode for episode in episodes if not episode["Aborted"]]
+    assert 0 < len(aborted) < len(episodes) / 2
+    assert sum(episode["Violated Request Count"] for episode in episodes) > 20
+    # Random yes/no carries no information about the truth.
+    assert sum(episode["Truncated Kappa"] for episode in played) / len(played) < 0.3
+
+
+def test_score_rebuilds_scores_from_interactions(
+    run_dir: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    results, _ = run_dir
+    paths = sorted(results.glob("**/scores.json"))
+    before = {path: path.read_bytes() for path in paths}
+    for path in paths:
+        path.unlink()
+    assert main(["score", str(results)]) == 0
+    assert "re-scored 40 episodes" in capsys.readouterr().out
+    assert {path: path.read_bytes() for path in paths} == before
+
+
+def test_score_follows_the_interactions(tmp_path: Path) -> None:
+    results = tmp_path / "records"
+    assert main(["run", "--model", "oracle", "--experiment", "travel-booking",
+                 "--results-dir", str(results)]) == 0  # fmt: skip
+    folder = episode_folders(results, "oracle-t0.0--oracle-t0.0")[0]
+    interactions = json.loads((folder / "interactions.json").read_text())
+    interactions["probes"][2][0]["value"] = 1 - interactions["probes"][2][0]["value"]
+    (folder / "interactions.json").write_text(json.dumps(interactions))
+    assert main(["score", str(results)]) == 0
+    scores = json.loads((folder / "scores.json").read_text())
+    assert scores["turn scores"]["2"]["Accuracy"] == 0.8
+    assert scores["episode scores"]["Main Score"] < 100
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["run", "--model", "gpt-none"], "OPENAI_API_KEY is not set"),
+        (["run", "--model", "mock:abc"], "bad answerer 'mock:abc'"),
+        (["run", "--experiment", "cooking"], "unknown experiment 'cooking'"),
+        (["run", "--timeout", "0"], "--timeout must be above 0"),
+        (["score", "/nonexistent/records"], "not a folder"),
+        (["replay", "/nonexistent", "--instances", "/nonexistent/i.json", "--results-dir", "x"],
+         "file not found"),
+    ],
+    ids=["no-key", "bad-mock", "unknown-experiment", "zero-timeout", "score-missing",
+         "replay-missing"],
+)  # fmt: skip
+def test_bad_input_gives_one_line_and_no_traceback(
+    argv: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
+    assert not (tmp_path / "records").exists()
+
+
+def test_unwritable_results_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["run", "--results-dir", str(blocker / "records")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write to" in err and "--results-dir" in err
+
+
+def test_bad_interactions_file_names_itself(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    broken = tmp_path / "x--x" / "privateshared" / "0_travel-booking" / "episode_0"
+    broken.mkdir(parents=True)
+    (broken / "interactions.json").write_text('{"players": {}}')
+    assert main(["score", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(broken / "interactions.json") in err and "not a privateshared interactions" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("gpt-4o-2024-08-06", "gpt-4o-2024-08-06"),
+     ("meta-llama/Llama-3.1-8B", "meta-llama_Llama-3.1-8B"),
+     ("../../etc/passwd", "etc_passwd"),
+     ("local:/models/x.gguf", "local_models_x.gguf"),
+     ("..", "model")],
+    ids=["plain", "slash", "traversal", "local-path", "dots"],
+)  # fmt: skip
+def test_model_names_are_made_safe_for_paths(name: str, expected: str) -> None:
+    assert safe_name(name) == expected
+    assert "/" not in safe_name(name) and ".." not in safe_name(name)
+
+
+def test_json_writes_are_atomic(tmp_path: Path) -> None:
+    path = tmp_path / "scores.json"
+    write_json(path, {"a": 1, "b": float("nan")})
+    assert path.read_text() == '{\n  "a": 1,\n  "b": NaN\n}\n'
+    with pytest.raises(TypeError):
+        write_json(path, {"a": object()})  # type: ignore[dict-item]
+    assert json.loads(path.read_text())["a"] == 1  # the old file is intact
+    assert [p.name for p in tmp_path.iterdir()] == ["scores.json"]  # no temporary file is left
