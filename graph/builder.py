@@ -6,6 +6,9 @@ instruct_answerer -> probe_round -> ask_question -> answer_question -> probe_rou
 
 from __future__ import annotations
 
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from privateshared.graph.context import GameContext
@@ -16,8 +19,11 @@ from privateshared.graph.scoring import score_episode
 from privateshared.graph.state import EpisodeState
 
 
-def build_graph() -> CompiledStateGraph[EpisodeState, GameContext, EpisodeState, EpisodeState]:
-    """Wire the game master's nodes; compiled without a checkpointer (the server brings its own)."""
+def build_graph(
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+) -> CompiledStateGraph[EpisodeState, GameContext, EpisodeState, EpisodeState]:
+    """Wire the game master's nodes. `graph` has no checkpointer: `langgraph dev` brings its own,
+    and a benchmark run needs none."""
     builder = StateGraph(EpisodeState, context_schema=GameContext)
     builder.add_node("instruct_answerer", instruct_answerer)
     builder.add_node("probe_round", probe_round)
@@ -30,7 +36,7 @@ def build_graph() -> CompiledStateGraph[EpisodeState, GameContext, EpisodeState,
     builder.add_edge("ask_question", "answer_question")
     builder.add_conditional_edges("answer_question", route_after_answer)
     builder.add_edge("score_episode", END)
-    return builder.compile(name="privateshared")
+    return builder.compile(checkpointer=checkpointer, name="privateshared")
 
 
 graph = build_graph()

@@ -67,6 +67,12 @@ async def call_player(player: Player, request: PlayerRequest, clock: Callable[[]
 
 def instruct_answerer(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Open the dialogue with the initial prompt and the pseudo answer `Ok.`."""
+    if state.dialogue or state.probe_rounds:
+        # With a checkpointer (Studio), a second run on a thread would inherit the first
+        # episode's state; say so rather than play a mixture of two episodes.
+        raise ValueError(
+            "this thread already holds an episode; start a new thread to play another one"
+        )
     now = game_context(runtime).clock()
     instance = state.instance or default_instance(state.experiment, state.game_id)
     instructions = Exchange(

@@ -9,10 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from privateshared.agents.base import PlayerReply, PlayerRequest
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.bench.episodes import play_episode, save_episode
 from privateshared.domains.instances import GameInstance
+from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.records import Interactions
 from privateshared.graph.state import EpisodeState
@@ -224,3 +227,13 @@ async def test_requests_json_holds_every_answerer_call_with_its_event_time(
         for event in turn
         if event in replies
     ]
+
+
+async def test_a_thread_plays_one_episode_only() -> None:
+    """With a checkpointer (as in Studio), a second run on a thread is refused, not mixed in."""
+    saved = build_graph(InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    first = await saved.ainvoke({"experiment": "travel-booking", "game_id": 1}, config)
+    assert first["scores"].episode_scores["Main Score"] == 100.0
+    with pytest.raises(ValueError, match="start a new thread"):
+        await saved.ainvoke({"experiment": "job-interview", "game_id": 2}, config)

@@ -46,8 +46,9 @@ def source_folders() -> dict[str, Path]:
 def test_wheel_holds_every_source_folder_and_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     folders = source_folders()
-    assert {"privateshared.graph", "privateshared.agents", "privateshared.domains",
-            "privateshared.bench", "privateshared.domains.travel_booking"} <= set(folders)  # fmt: skip
+    expected = {"privateshared.graph", "privateshared.agents", "privateshared.domains",
+                "privateshared.bench", "privateshared.domains.travel_booking"}  # fmt: skip
+    assert expected <= set(folders)
     for name, folder in folders.items():
         inside = name.replace(".", "/")
         for path in folder.iterdir():

@@ -1,0 +1,265 @@
+"""The game runs under `langgraph dev`, the way LangGraph Studio and the server API serve it.
+
+This starts the real `langgraph dev` server with our langgraph.json, offline, and plays episodes
+through its HTTP API. It proves that:
+
+- the server starts without internet and loads `privateshared.graph.builder:graph`;
+- a run's runtime context (a JSON object) is validated into `GameContext` and reaches the
+  players: the answerer named in it is the one that replies;
+- our pydantic state (`EpisodeState`, its nested models and `EpisodeScores`) comes back as JSON,
+  with the scores of a perfect episode for the oracle.
+
+The runs are stateless (`POST /runs/wait` without a thread), so the server plays each episode on
+a temporary thread without a checkpointer: checkpoint serialization is not exercised here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+GRAPH_ID = "privateshared"
+"""The graph's id in langgraph.json; the server makes a default assistant of that name."""
+
+STARTUP_TIMEOUT = 90.0
+"""Seconds to wait for the server to announce its URL and answer its health check."""
+RUN_TIMEOUT = 60.0
+"""Seconds an episode may take; a programmatic one takes about a second."""
+STOP_TIMEOUT = 15.0
+"""Seconds the server gets to shut down after SIGTERM before it is killed."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_API_LINE = re.compile(r"API:\s*(https?://\S+)")
+
+
+def _http() -> httpx.Client:
+    """A client for the local server that ignores any proxy set in the environment."""
+    return httpx.Client(trust_env=False)
+
+
+def _free_port() -> int:
+    """A port that is free right now (the CLI moves to another one if it is taken by then)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _read_log(log_path: Path) -> str:
+    """The server's output so far, without its terminal colours."""
+    if not log_path.exists():
+        return ""
+    return _ANSI.sub("", log_path.read_text(encoding="utf-8", errors="replace"))
+
+
+def _log_tail(log_path: Path, lines: int = 60) -> str:
+    """The end of the server's output, to explain a failure."""
+    tail = "\n".join(_read_log(log_path).splitlines()[-lines:])
+    return f"--- last {lines} lines of {log_path} ---\n{tail}"
+
+
+def _server_env() -> dict[str, str]:
+    """The caller's environment, with the server's calls home switched off."""
+    env = dict(os.environ)
+    env.update(
+        LANGGRAPH_CLI_NO_ANALYTICS="1",  # the CLI reports usage to LangChain otherwise
+        LANGGRAPH_NO_VERSION_CHECK="1",  # the server asks PyPI for newer versions otherwise
+        LANGSMITH_TRACING="false",  # runs would be traced to LangSmith if a key is set
+        PYTHONUNBUFFERED="1",  # so the banner reaches the log file as soon as it is printed
+        PYTHONIOENCODING="utf-8",  # the banner has emoji; a C locale must not break it
+    )
+    return env
+
+
+def _start_server(log_path: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start `langgraph dev` with the repository's langgraph.json in its own process group.
+
+    It runs in the test's temporary folder, where it keeps its `.langgraph_api/` data.
+    """
+    with log_path.open("wb") as log:  # the child keeps its own handle to the file
+        return subprocess.Popen(
+            [
+                str(LANGGRAPH),
+                "dev",
+                "--config",
+                str(REPO / "langgraph.json"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-browser",
+                "--no-reload",  # no file watcher, and no reloader child process
+            ],
+            cwd=log_path.parent,  # its `.langgraph_api/` data stays out of the repository
+            env=_server_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so it can be stopped as a whole
+        )
+
+
+def _wait_for_api_url(proc: subprocess.Popen[bytes], log_path: Path) -> str:
+    """The server's URL from the `API:` banner line, once the server answers on it.
+
+    The banner is printed before the server binds its port, so the URL is polled until `/ok`
+    answers. The URL is read from the output rather than assumed, since the CLI silently takes
+    another port when the one asked for is in use.
+    """
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    url: str | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"langgraph dev exited with code {proc.returncode} before it was ready\n"
+                + _log_tail(log_path)
+            )
+        if url is None and (match := _API_LINE.search(_read_log(log_path))):
+            url = match.group(1).rstrip("/")
+        if url is not None:
+            try:
+                with _http() as client:
+                    if client.get(f"{url}/ok", timeout=2.0).status_code == 200:
+                        return url
+            except httpx.TransportError:
+                pass  # not listening yet
+        time.sleep(0.25)
+    what = "never answered on " + url if url else "never printed its `API:` line"
+    raise AssertionError(
+        f"langgraph dev {what} within {STARTUP_TIMEOUT:.0f} s\n" + _log_tail(log_path)
+    )
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still there."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_until_group_gone(pgid: int, timeout: float) -> None:
+    """Wait up to `timeout` seconds for the process group to empty."""
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _stop_server(proc: subprocess.Popen[bytes]) -> bool:
+    """Stop the server's whole process group: SIGTERM, then SIGKILL if it lingers.
+
+    Returns whether the group is gone. The group id is the server's pid, since it was started
+    in a new session. (With --no-reload the server is a single process, but a reloader or a
+    worker it might start would be in the group too.)
+    """
+    pgid = proc.pid
+    if _group_alive(pgid):
+        os.killpg(pgid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pass
+    else:
+        _wait_until_group_gone(pgid, 5.0)  # children may take a moment longer than the leader
+    if _group_alive(pgid):
+        os.killpg(pgid, signal.SIGKILL)
+        proc.wait(timeout=STOP_TIMEOUT)
+        _wait_until_group_gone(pgid, 5.0)
+    return proc.poll() is not None and not _group_alive(pgid)
+
+
+@contextmanager
+def _langgraph_dev(log_path: Path) -> Iterator[str]:
+    """A running `langgraph dev` server for the block, by URL; stopped however the block ends."""
+    proc = _start_server(log_path, _free_port())
+    try:
+        yield _wait_for_api_url(proc, log_path)
+    finally:
+        stopped = _stop_server(proc)
+    # Checked only when the block succeeded, so that a failure inside it is not masked.
+    assert stopped, f"langgraph dev (pid {proc.pid}) kept running\n" + _log_tail(log_path)
+
+
+def _play(url: str, log_path: Path, episode: dict[str, Any], context: dict[str, Any]) -> Any:
+    """Play one episode as a stateless run and return its final state, as JSON."""
+    with _http() as client:
+        response = client.post(
+            f"{url}/runs/wait",
+            json={"assistant_id": GRAPH_ID, "input": episode, "context": context},
+            timeout=RUN_TIMEOUT,
+        )
+    assert response.status_code == 200, (
+        f"POST /runs/wait: {response.status_code} {response.text}\n" + _log_tail(log_path)
+    )
+    state = response.json()
+    # A run that fails in the graph still answers 200, with the error in the body.
+    assert isinstance(state, dict), f"unexpected body {state!r}"
+    assert "__error__" not in state, f"the run failed: {state['__error__']}\n" + _log_tail(log_path)
+    return state
+
+
+def _scores_part(scores: dict[str, Any], alias: str, name: str) -> dict[str, Any]:
+    """One part of the serialized `EpisodeScores`, under its alias or its Python name.
+
+    `EpisodeScores` serializes by alias ("turn scores", "episode scores"), and the server does
+    return the aliases today; the Python name is accepted too, should its serializer change.
+    """
+    assert alias in scores or name in scores, f"no {alias!r} in scores {sorted(scores)}"
+    part = scores[alias] if alias in scores else scores[name]
+    assert isinstance(part, dict)
+    return part
+
+
+def _answering_players(state: dict[str, Any]) -> set[str]:
+    """Names of the players who answered the questions (turns after the instructions)."""
+    exchanges = state["dialogue"][1:]
+    return {exchange["answer"]["raw"]["player"] for exchange in exchanges if exchange["answer"]}
+
+
+def test_episodes_run_through_langgraph_dev(tmp_path: Path) -> None:
+    """Two episodes, with two answerers named in the run's context, through a live server."""
+    log_path = tmp_path / "langgraph-dev.log"
+    with _langgraph_dev(log_path) as url:
+        oracle = _play(
+            url, log_path, {"experiment": "travel-booking", "game_id": 0}, {"answerer": "oracle"}
+        )
+        # A perfect answerer on the default travel instance: five slots, all shared in turn.
+        episode_scores = _scores_part(oracle["scores"], "episode scores", "episode_scores")
+        assert episode_scores["Main Score"] == 100.0
+        assert episode_scores["Aborted"] == 0
+        assert len(_scores_part(oracle["scores"], "turn scores", "turn_scores")) == 6
+        assert len(oracle["dialogue"]) == 6, "the instructions and five questions"
+        assert len(oracle["probe_rounds"]) == 6, "one round before each question, one at the end"
+        assert _answering_players(oracle) == {"oracle"}
+
+        # The answerer named in the context is the one that plays: the context reaches the nodes.
+        mock = _play(
+            url, log_path, {"experiment": "job-interview", "game_id": 2}, {"answerer": "mock"}
+        )
+        assert mock["instance"]["experiment"] == "job-interview"
+        assert mock["scores"] is not None
+        _scores_part(mock["scores"], "episode scores", "episode_scores")
+        assert _answering_players(mock) == {"mock"}
+
+    # Errors outside the runs (loading the graph, its schemas, the server's own tasks) are only
+    # logged; warnings are allowed (e.g. langgraph's UserWarning that `durability` has no effect
+    # without a checkpointer, which every stateless run logs).
+    errors = [
+        line
+        for line in _read_log(log_path).splitlines()
+        if "[error" in line or line.startswith(("ERROR:", "CRITICAL:"))
+    ]
+    assert not errors, "errors in the server log:\n" + "\n".join(errors)
