@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Literal, Protocol, runtime_checkable
 
-from privateshared.domains.instances import GameInstance
 from pydantic import BaseModel, ConfigDict, JsonValue
+
+from privateshared.domains.instances import GameInstance
 
 RequestKind = Literal["request", "question", "probe"]
 """request: the questioner's next question; question: the answerer answers it;

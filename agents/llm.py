@@ -11,8 +11,9 @@ from collections.abc import Mapping
 import openai
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
-from privateshared.agents.base import PlayerReply, PlayerRequest
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from privateshared.agents.base import PlayerReply, PlayerRequest
 
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to a custom base URL when no key is set: local servers ignore it, the client needs one."""
@@ -78,6 +79,10 @@ class ChatModelPlayer:
             temperature=spec.temperature,
             timeout=spec.timeout,
             max_retries=spec.max_retries,
+            # Watching a graph in messages mode (Studio does) would switch ChatOpenAI to
+            # streaming, whose replies lose the completion id and usage: records of one episode
+            # would then depend on who watched it. Whole replies keep them identical.
+            disable_streaming=True,
         )
 
     @property

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from pydantic import ValidationError
+
 from privateshared.agents.base import Player
 from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
-from pydantic import ValidationError
 
 PROGRAMMATIC_ANSWERERS = ("oracle", "mock")
 """Answerers that need no model (`mock:SEED` picks the mock's seed)."""

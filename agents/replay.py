@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from privateshared.agents.base import PlayerReply, PlayerRequest
 from pydantic import BaseModel, ConfigDict, Field
+
+from privateshared.agents.base import PlayerReply, PlayerRequest
 
 
 class ReplayError(LookupError):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import openai
+
 from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
 from privateshared.agents.registry import (

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import build_records, describe_players, write_episode
 from privateshared.graph.state import EpisodeState
-from pydantic import JsonValue
 
 
 async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeState:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from privateshared.graph.recorder import write_json
 from privateshared.graph.records import GAME_NAME, Interactions
 from privateshared.graph.scoring import score_interactions
-from pydantic import ValidationError
 
 
 class RecordsError(ValueError):

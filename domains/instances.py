@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
 from privateshared.domains.loader import builtin_domains_dir, load_domains
 from privateshared.domains.schema import Domain
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 DEFAULT_SEED = 20251121
 """Seed of the committed default instances file (`domains/instances.json`)."""

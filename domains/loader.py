@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from privateshared.domains.schema import (
     ANSWER_TAG,
     ASIDE_TAG,
@@ -19,7 +21,6 @@ from privateshared.domains.schema import (
     TAG_PLACEHOLDER,
     Domain,
 )
-from pydantic import ValidationError
 
 DOMAIN_FILE = "domain.json"
 PROMPT_FILE = "initial_prompt.txt"

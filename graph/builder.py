@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import answer_question, ask_question, instruct_answerer
 from privateshared.graph.probing import probe_round

@@ -11,10 +11,11 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from langgraph.runtime import Runtime
-from privateshared.agents.base import Player
-from privateshared.agents.registry import resolve_answerer, resolve_questioner
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
+
+from privateshared.agents.base import Player
+from privateshared.agents.registry import resolve_answerer, resolve_questioner
 
 MAX_TRIES = 5
 """Tries per probe before its value is invalid and the episode aborts (clembench: 5)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from langgraph.runtime import Runtime
+
 from privateshared.agents.base import ChatMessage, Player, PlayerRequest
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
+
 from privateshared.agents.base import ChatMessage, Player, PlayerRequest
 from privateshared.domains.instances import GameInstance
 from privateshared.domains.schema import ASIDE_TAG, PROBE_TAG

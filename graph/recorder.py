@@ -26,6 +26,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from pydantic import BaseModel, JsonValue
+
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, QUESTIONER_CUE
 from privateshared.graph.probing import probe_message
@@ -40,7 +42,6 @@ from privateshared.graph.records import (
     ProbeEntry,
 )
 from privateshared.graph.state import EpisodeState, Exchange, Probe, Reply
-from pydantic import BaseModel, JsonValue
 
 GM = "GM"
 ANSWERER = "Player 1"

@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
+from sklearn.metrics import cohen_kappa_score
+
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.recorder import build_records, describe_players
 from privateshared.graph.records import (
@@ -33,7 +35,6 @@ from privateshared.graph.records import (
     ScoreValue,
 )
 from privateshared.graph.state import EpisodeState
-from sklearn.metrics import cohen_kappa_score
 
 NAN = float("nan")
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, JsonValue
+
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.records import EpisodeScores
-from pydantic import BaseModel, ConfigDict, JsonValue
 
 ProbeAnswer = Literal["yes", "no"]
 

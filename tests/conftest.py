@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from privateshared.domains.instances import GameInstance
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from privateshared.bench.cli import main
 from privateshared.bench.layout import safe_name
 from privateshared.graph.recorder import write_json

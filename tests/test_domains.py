@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode
 from privateshared.domains.instances import generate_instances, playable_instances

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+
 from privateshared.agents.base import PlayerReply, PlayerRequest
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.bench.episodes import play_episode, save_episode

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from privateshared.bench.cli import main
 from privateshared.domains.instances import (
     DEFAULT_SEED,
@@ -17,7 +18,6 @@ from privateshared.domains.instances import (
     read_instances,
 )
 from privateshared.domains.loader import load_domains
-
 from tests.conftest import SHARED_RECORDS
 
 needs_records = pytest.mark.skipif(

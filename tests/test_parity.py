@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from privateshared.bench.cli import main
 from privateshared.bench.replay import RecordedEpisode, find_recorded_episodes, replay_episode
 from privateshared.domains.instances import read_instances
 from privateshared.graph.records import Interactions
-
 from tests.conftest import SHARED_RECORDS
 
 pytestmark = pytest.mark.skipif(

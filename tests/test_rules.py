@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from privateshared.graph.dialogue import (
     has_continuation,
     is_slot_filled,

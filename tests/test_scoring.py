@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from privateshared.graph.records import Interactions, ProbeEntry
 from privateshared.graph.scoring import (
     accuracy,

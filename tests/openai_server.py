@@ -1,0 +1,369 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1, for tests of the model player.
+
+`FakeOpenAI` serves `GET /v1/models` and `POST /v1/chat/completions` (plain JSON, or Server-Sent
+Events when the body asks for `"stream": true`) from a thread, using only the standard library,
+so tests exercise the real HTTP path through langchain-openai and the openai client without the
+internet. The replies come from a plain function of the messages; `answerer_for` builds one that
+plays the answerer perfectly, reading only what a model would see: the messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from privateshared.domains.instances import GameInstance
+
+ReplyFunction = Callable[[list[dict[str, Any]]], str]
+"""Messages as the server received them (role, content) -> the reply's text."""
+
+# The game's protocol, spelled out here rather than imported: the fake model reads it the way a
+# model does, from what the game master sends, so a wrong constant in the package shows up as a
+# failing test instead of agreeing with itself.
+ANSWER = "ANSWER:"
+ASIDE = "ASIDE:"
+PROBE = "ME:"
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible endpoint on 127.0.0.1 that answers with `reply(messages)`.
+
+    Use it as a context manager: the server listens from `__enter__` and is gone after `__exit__`.
+
+    Args:
+        reply: Gives the text of each chat completion from the request's messages.
+        models: Model names listed by `GET /v1/models`.
+        delay: Seconds to wait before answering a chat completion (model listings answer at
+            once, so a client's preflight check passes while its calls time out).
+    """
+
+    def __init__(
+        self, reply: ReplyFunction, models: Sequence[str] = ("fake-model",), delay: float = 0.0
+    ) -> None:
+        self.reply = reply
+        self.models = list(models)
+        self.delay = delay
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._served = 0
+        # Set on exit: cuts delays short, so stopping never waits for a sleeping handler.
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """Where clients send requests, e.g. http://127.0.0.1:PORT/v1."""
+        if self._server is None:
+            raise RuntimeError("the fake server is not running; use it in a `with` block")
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every chat request received so far, in arrival order (a copy).
+
+        Each entry has `body` (the parsed JSON), `headers` (names lower-cased, as HTTP treats
+        them), `completion_id` (the id the response carried) and `reply` (the text sent back).
+        """
+        with self._lock:
+            return list(self._requests)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        # A short poll interval: shutdown() waits for the loop to look, 0.5 s by default.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stopping.set()
+        assert self._server is not None and self._thread is not None
+        self._server.stop()
+        self._thread.join(timeout=5)
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        """Number the request, compute its reply and keep both."""
+        with self._lock:
+            self._served += 1
+            completion_id = f"chatcmpl-fake-{self._served}"
+        text = self.reply(body.get("messages", []))
+        entry = {"body": body, "headers": headers, "completion_id": completion_id, "reply": text}
+        with self._lock:
+            self._requests.append(entry)
+        return entry
+
+
+class _Server(ThreadingHTTPServer):
+    """One thread per connection, each tracked with its socket so that stopping can end them."""
+
+    fake: FakeOpenAI
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._handlers: list[threading.Thread] = []
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # Daemon threads, so a stuck handler can never keep pytest from exiting; `stop` joins them.
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name="fake-openai-connection",
+            daemon=True,
+        )
+        with self._lock:
+            self._connections.add(request)
+            self._handlers.append(thread)
+        thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def stop(self) -> None:
+        """Stop serving, close every connection and wait for the handler threads to end."""
+        self.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+            handlers = list(self._handlers)
+        # Handlers wait for the next request on idle keep-alive connections: wake them.
+        for connection in connections:
+            with contextlib.suppress(OSError):  # the client closed it already
+                connection.shutdown(socket.SHUT_RDWR)
+        self.server_close()
+        for thread in handlers:
+            thread.join(timeout=5)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps connections alive between calls, as real endpoints do for the openai client.
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: pytest would show every request line on a failure."""
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != "/v1/models":
+            self._send_json(404, _error(f"no route {self.path}", "not_found"))
+            return
+        models = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+            for name in self.server.fake.models
+        ]
+        self._send_json(200, {"object": "list", "data": models})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send_json(404, _error(f"no route {self.path}", "not_found"))
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError as error:
+            self._send_json(400, _error(f"body is not JSON: {error}", "invalid_request_error"))
+            return
+        fake = self.server.fake
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        try:
+            # Recorded on arrival, so a test also sees the requests whose client gave up.
+            entry = fake._record(body, headers)
+        except Exception as error:  # a reply function that cannot answer: tell the test why
+            self._send_json(500, _error(f"{type(error).__name__}: {error}", "server_error"))
+            return
+        if fake.delay and fake._stopping.wait(fake.delay):
+            return  # stopping: the client gave up long ago
+        completion_id, text = entry["completion_id"], entry["reply"]
+        model = body.get("model", "fake-model")
+        usage = _usage(body.get("messages", []), text)
+        try:
+            if body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._send_events(_chunks(completion_id, model, text, usage, include_usage))
+            else:
+                self._send_json(200, _completion(completion_id, model, text, usage))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and hung up; nothing left to tell it
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_events(self, events: Iterator[dict[str, Any] | str]) -> None:
+        """Server-Sent Events over chunked transfer encoding, one HTTP chunk per event."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in events:
+            payload = event if isinstance(event, str) else json.dumps(event)
+            data = f"data: {payload}\n\n".encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    """An error body as OpenAI shapes it."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _usage(messages: list[dict[str, Any]], text: str) -> dict[str, int]:
+    """Token counts, with words standing in for tokens."""
+    prompt = sum(len(str(message.get("content", "")).split()) for message in messages)
+    completion = len(text.split())
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _completion(completion_id: str, model: str, text: str, usage: dict[str, int]) -> dict[str, Any]:
+    """A non-streamed chat.completion."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": usage,
+    }
+
+
+def _chunks(
+    completion_id: str, model: str, text: str, usage: dict[str, int], include_usage: bool
+) -> Iterator[dict[str, Any] | str]:
+    """The events of a streamed completion, as OpenAI sends them: the role, the content word by
+    word, the finish reason, the usage if asked for, then [DONE]."""
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+        }
+        if include_usage:  # OpenAI then sends "usage": null on every chunk but the last
+            event["usage"] = None
+        return event
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    # Several content chunks per reply, so clients must join them (keeping spaces and newlines).
+    for piece in re.findall(r"\S+\s*|\s+", text) or [""]:
+        yield chunk({"content": piece})
+    yield chunk({}, finish_reason="stop")
+    if include_usage:
+        yield {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [],
+            "usage": usage,
+        }
+    yield "[DONE]"
+
+
+def _text(message: dict[str, Any]) -> str:
+    """A message's text, also when content comes as a list of parts."""
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def answerer_for(*instances: GameInstance) -> ReplyFunction:
+    """A reply function that plays the answerer of any of `instances` perfectly.
+
+    The instance is recognised by its initial prompt (the first message). A question
+    `TAG: <request>` gets `ANSWER: <value>.`; a probe (a last message starting with `ME:`) gets
+    `ASIDE: yes` if the probed slot was asked for earlier in the context or its value occurs in
+    an earlier answer, else `ASIDE: no`. It never looks at the game master's ground truth, so a
+    Main Score of 100 checks the whole path: context, transport, parsing and scoring.
+    """
+    by_prompt = {instance.initial_prompt: instance for instance in instances}
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        instance = by_prompt.get(_text(messages[0])) if messages else None
+        if instance is None:
+            raise LookupError("the first message is not the initial prompt of a known instance")
+        *earlier, last = [(message.get("role"), _text(message)) for message in messages]
+        if last[0] != "user":
+            raise LookupError(f"the last message comes from {last[0]!r}, not the user")
+        if last[1].startswith(PROBE):
+            # Round k follows the k-th answer; the first assistant message is the pseudo "Ok.".
+            round_index = sum(role == "assistant" for role, _ in earlier) - 1
+            slot = _probed_slot(instance, round_index, last[1])
+            known = _is_known(instance, slot, earlier)
+            return f"{ASIDE} {'yes' if known else 'no'}"
+        return f"{ANSWER} {instance.slots[_asked_slot(instance, last[1])]}."
+
+    return reply
+
+
+def _probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
+    """The slot whose probe text of this round occurs in the probe message."""
+    if not 0 <= round_index < len(instance.probes):
+        raise LookupError(f"no probing round {round_index} in this instance")
+    slots = [slot for slot, text in instance.probes[round_index].items() if text in probe]
+    if len(slots) != 1:
+        raise LookupError(f"probe matches slots {slots} of round {round_index}: {probe!r}")
+    return slots[0]
+
+
+def _asked_slot(instance: GameInstance, question: str) -> str:
+    """The slot whose request is the question, as `TAG: <request>`."""
+    for slot, request in instance.requests.items():
+        if question == f"{instance.tag}: {request}":
+            return slot
+    raise LookupError(f"not a question of this instance: {question!r}")
+
+
+def _is_known(instance: GameInstance, slot: str, earlier: list[tuple[Any, str]]) -> bool:
+    """Whether the questioner asked for `slot`, or heard its value, in the earlier messages."""
+    question = f"{instance.tag}: {instance.requests[slot]}"
+    value = instance.slots[slot].lower()
+    return any(
+        (role == "user" and text == question) or (role == "assistant" and value in text.lower())
+        for role, text in earlier
+    )
