@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import openai
+from pydantic import ValidationError
 
 from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
@@ -147,10 +148,16 @@ def _answerers(args: argparse.Namespace) -> list[Player]:
         if is_programmatic_answerer(name):
             players.append(resolve_answerer(name))
             continue
-        spec = ModelSpec(
-            model=name, base_url=args.base_url, api_key_env=args.api_key_env,
-            temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
-        )  # fmt: skip
+        try:
+            spec = ModelSpec(
+                model=name, base_url=args.base_url, api_key_env=args.api_key_env,
+                temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
+            )  # fmt: skip
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise UsageError(
+                f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}"
+            ) from None
         players.append(resolve_answerer(spec))
     return players
 
@@ -161,8 +168,6 @@ def _progress(result: EpisodeResult) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0 or args.max_retries < 0:
-        raise UsageError("--timeout must be above 0 and --max-retries at least 0")
     path = args.instances or default_instances_path()
     file = read_instances(path)
     playable = playable_instances(file, load_domains(), args.resources, source=str(path))

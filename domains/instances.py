@@ -215,6 +215,8 @@ def read_instances(path: Path) -> InstancesFile:
         raise InstancesError(f"{path}: file not found; pass an existing instances file") from None
     except IsADirectoryError:
         raise InstancesError(f"{path}: is a folder; pass an instances JSON file") from None
+    except OSError as error:
+        raise InstancesError(f"{path}: cannot read it ({error.strerror}); check the path") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InstancesError(f"{path}: not valid JSON ({error}); pass an instances file") from None
     try:
