@@ -12,7 +12,7 @@ from pathlib import Path
 
 from privateshared.agents.base import Player
 from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.layout import episode_dir, experiment_dir, pair_name
+from privateshared.bench.layout import episode_dir, experiment_dir, pair_name, player_label
 from privateshared.domains.instances import ExperimentSpec, GameInstance
 from privateshared.graph.context import GameContext, now_iso
 from privateshared.graph.recorder import write_json
@@ -77,7 +77,7 @@ async def run_benchmark(
                 )
                 assert state.scores is not None  # save_episode checked
                 result = EpisodeResult(
-                    pair.split("--")[0], experiment.name, instance.game_id, state.scores, folder
+                    player_label(answerer), experiment.name, instance.game_id, state.scores, folder
                 )
                 results.append(result)
                 on_episode(result)

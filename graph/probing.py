@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
-from privateshared.agents.base import ChatMessage, Player, PlayerRequest
+from privateshared.agents.base import ChatMessage, PlayerRequest
 from privateshared.domains.instances import GameInstance
 from privateshared.domains.schema import ASIDE_TAG, PROBE_TAG
 from privateshared.graph.context import GameContext, game_context
@@ -50,7 +50,6 @@ def parse_probe_answer(reply: str) -> ProbeAnswer | None:
 
 
 async def probe_slot(
-    answerer: Player,
     context: Sequence[ChatMessage],
     instance: GameInstance,
     round_index: int,
@@ -71,7 +70,7 @@ async def probe_slot(
             slot=slot,
             attempt=attempt,
         )
-        reply = await call_player(answerer, request, ctx.clock)
+        reply = await call_player(ctx.answerer, request, ctx.clock)
         parsed = parse_probe_answer(reply.text)
         attempts.append(ProbeAttempt(message=message, reply=reply, parsed=parsed))
         if parsed is not None:
@@ -89,7 +88,7 @@ async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dic
 
     async def probe(slot: str) -> Probe:
         gold: ProbeAnswer = "yes" if slot in state.shared_since else "no"
-        return await probe_slot(ctx.answerer, context, instance, round_index, slot, gold, ctx)
+        return await probe_slot(context, instance, round_index, slot, gold, ctx)
 
     order = list(instance.probes[round_index])
     probes: list[Probe] = []
