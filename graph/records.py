@@ -123,3 +123,25 @@ class EpisodeScores(BaseModel):
 
     turn_scores: dict[str, dict[str, ScoreValue]] = _key("turn scores")
     episode_scores: dict[str, ScoreValue] = _key("episode scores")
+
+
+class CallFailure(BaseModel):
+    """error.json: why an episode could not finish. The infrastructure failed (a model call
+    still failing after its retries), not the model's play: such an episode is neither played
+    nor aborted, and a new run plays it again."""
+
+    model_config = _RECORD
+
+    player: str
+    """Who failed to answer: `Player 1` (answerer) or `Player 2` (questioner)."""
+    model: str
+    kind: str
+    """The error's class, e.g. APITimeoutError, InternalServerError, RateLimitError."""
+    message: str
+    """What the client said, with any credential removed."""
+    tries: int
+    """Calls made for this request, the failed retries included."""
+    at: str
+    """ISO time the last try failed."""
+    request: dict[str, JsonValue]
+    """What was asked: kind (question or probe), turn or round, slot, attempt."""
