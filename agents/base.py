@@ -58,6 +58,20 @@ class PlayerReply(BaseModel):
     """The response exactly as received, never holding credentials."""
 
 
+class PlayerFailure(RuntimeError):
+    """A call that still failed after its retries: the infrastructure failed, not the player's
+    play. The episode ends as errored, neither played nor aborted, and is played again later."""
+
+    def __init__(self, kind: str, message: str, tries: int) -> None:
+        super().__init__(f"{kind}: {message} (after {tries} tries)")
+        self.kind = kind
+        """The error's class, e.g. APITimeoutError."""
+        self.message = message
+        """What the client said, without credentials."""
+        self.tries = tries
+        """Calls made for this request, failed retries included."""
+
+
 @runtime_checkable
 class Player(Protocol):
     """Anything that can take part in the game."""

@@ -6,14 +6,18 @@ the `ChatOpenAI` client as a `SecretStr`: it never enters state, records or logs
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
+import itertools
 from collections.abc import Mapping
+from datetime import datetime
 
 import openai
 from langchain_core.messages import BaseMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from privateshared.agents.base import PlayerReply, PlayerRequest
+from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest
 
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to a custom base URL when no key is set: local servers ignore it, the client needs one."""
@@ -37,8 +41,12 @@ class ModelSpec(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0)
     timeout: float = Field(default=60.0, gt=0)
     """Seconds before one call gives up; always finite."""
-    max_retries: int = Field(default=2, ge=0, le=10)
-    """Retries of a failed call (connection errors, 429, 5xx) before the episode fails."""
+    max_retries: int = Field(default=3, ge=0, le=10)
+    """Retries of a failed call (connection errors, timeouts, 429, 5xx, malformed replies)
+    before the episode ends as errored."""
+    retry_backoff: float = Field(default=1.0, ge=0)
+    """Seconds before the first retry, doubled for each further one, unless the server says
+    how long to wait (Retry-After)."""
 
 
 def api_key(spec: ModelSpec, environ: Mapping[str, str]) -> SecretStr:
@@ -52,6 +60,58 @@ def api_key(spec: ModelSpec, environ: Mapping[str, str]) -> SecretStr:
         f"model {spec.model!r}: {spec.api_key_env} is not set; export it, name another variable "
         "with --api-key-env, or point --base-url at a local server"
     )
+
+
+MAX_RETRY_WAIT = 120.0
+"""Longest wait a server's Retry-After is honoured with; a longer one fails at once."""
+
+
+def is_transient(error: Exception) -> bool:
+    """Whether retrying may help: connection errors, timeouts, rate limits, server errors and
+    replies that are not a chat completion. Refused keys and bad requests do not get better."""
+    if isinstance(error, openai.APIStatusError):
+        if _server_wait(error) > MAX_RETRY_WAIT:
+            return False
+        return error.status_code in (408, 409, 429) or error.status_code >= 500
+    return isinstance(
+        error,
+        (openai.APIConnectionError, openai.APIResponseValidationError, ValueError, KeyError,
+         TypeError),
+    )  # fmt: skip
+
+
+def _server_wait(error: Exception) -> float:
+    """Seconds the server asked to wait (Retry-After or retry-after-ms), 0 if it did not say."""
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return 0.0
+    try:
+        if (milliseconds := headers.get("retry-after-ms")) is not None:
+            return max(0.0, float(milliseconds) / 1000)
+        if (seconds := headers.get("retry-after")) is not None:
+            try:
+                return max(0.0, float(seconds))
+            except ValueError:  # an HTTP date
+                when = email.utils.parsedate_to_datetime(seconds)
+                return max(0.0, (when - datetime.now(when.tzinfo)).total_seconds())
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0
+
+
+def error_kind(error: Exception) -> str:
+    """The error's name as the openai client knows it (langchain-openai wraps its errors in
+    subclasses of its own), e.g. APITimeoutError, RateLimitError."""
+    for kind in type(error).__mro__:
+        if kind.__module__.split(".")[0] == "openai":
+            return kind.__name__
+    return type(error).__name__
+
+
+def retry_delay(error: Exception, tries: int, backoff: float) -> float:
+    """How long to wait before try `tries + 1`: what the server asked for, else exponential."""
+    return _server_wait(error) or backoff * 2 ** (tries - 1)
 
 
 def message_text(message: BaseMessage) -> str:
@@ -78,7 +138,7 @@ class ChatModelPlayer:
             api_key=key,
             temperature=spec.temperature,
             timeout=spec.timeout,
-            max_retries=spec.max_retries,
+            max_retries=0,  # retried below, where the tries are counted for error.json
             # Watching a graph in messages mode (Studio does) would switch ChatOpenAI to
             # streaming, whose replies lose the completion id and usage: records of one episode
             # would then depend on who watched it. Whole replies keep them identical.
@@ -95,10 +155,26 @@ class ChatModelPlayer:
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
         messages = [message.model_dump() for message in request.messages]
-        reply = await self._chat.ainvoke(messages)
-        return PlayerReply(
-            text=message_text(reply), prompt=messages, raw=reply.model_dump(mode="json")
-        )
+        for tries in itertools.count(1):
+            try:
+                reply = await self._chat.ainvoke(messages)
+            except Exception as error:
+                if not is_transient(error) or tries > self.spec.max_retries:
+                    raise self._failure(error, tries) from error
+                await asyncio.sleep(retry_delay(error, tries, self.spec.retry_backoff))
+                continue
+            return PlayerReply(
+                text=message_text(reply), prompt=messages, raw=reply.model_dump(mode="json")
+            )
+        raise AssertionError("unreachable")
+
+    def _failure(self, error: Exception, tries: int) -> PlayerFailure:
+        """The error as error.json will show it, with the key blanked should a server echo it."""
+        message = str(error) or type(error).__name__
+        secret = self._chat.openai_api_key
+        if isinstance(secret, SecretStr) and len(secret.get_secret_value()) >= 8:
+            message = message.replace(secret.get_secret_value(), "[key]")
+        return PlayerFailure(error_kind(error), message, tries)
 
     def check(self) -> None:
         """Fail early, in one line, if the endpoint is unreachable or does not serve the model.

@@ -10,12 +10,14 @@ import argparse
 import asyncio
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import openai
 from pydantic import ValidationError
+from tqdm import tqdm
 
 from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
@@ -26,11 +28,27 @@ from privateshared.agents.registry import (
     resolve_questioner,
 )
 from privateshared.agents.replay import ReplayError
+from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.bench.evaluate import (
+    Evaluation,
+    ResultsError,
+    collect,
+    evaluate,
+    format_table,
+    write_results,
+)
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.replay import find_recorded_episodes, replay_episode
 from privateshared.bench.rescore import RecordsError, rescore
-from privateshared.bench.run import EpisodeResult, run_benchmark
-from privateshared.bench.summary import format_table, summarize
+from privateshared.bench.run import (
+    Finished,
+    Playable,
+    is_done,
+    plan_episodes,
+    remove_partial_writes,
+    run_episodes,
+)
+from privateshared.bench.transcripts import TranscriptError, write_transcripts
 from privateshared.domains.instances import (
     DEFAULT_PER_DOMAIN,
     DEFAULT_SEED,
@@ -76,7 +94,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--temperature", type=float, default=0.0)
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
-    run.add_argument("--max-retries", type=int, default=2, help="retries per failed model call")
+    run.add_argument(
+        "--max-retries",
+        type=int,
+        default=3,
+        help="retries of a failed model call, with backoff (default: 3)",
+    )
+    run.add_argument(
+        "--concurrency", type=int, default=8, help="episodes played at once (default: 8)"
+    )
+    run.add_argument(
+        "--max-concurrent-calls",
+        type=int,
+        metavar="N",
+        help="at most N calls under way per model (default: no limit)",
+    )
+    run.add_argument(
+        "--rerun",
+        action="store_true",
+        help="play episodes again even when their records are complete",
+    )
     run.add_argument("--instances", type=Path, help="instances file (default: the shipped one)")
     run.add_argument(
         "--resources",
@@ -162,12 +199,28 @@ def _answerers(args: argparse.Namespace) -> list[Player]:
     return players
 
 
-def _progress(result: EpisodeResult) -> None:
-    outcome = "aborted" if result.aborted else f"Main Score {result.main_score:.1f}"
-    print(f"{result.model:<24} {result.experiment:<16} episode {result.game_id:<3} {outcome}")
+class _Progress:
+    """A progress bar on stderr when it is a terminal; silent otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.bar = tqdm(
+            total=total, unit="episode", file=sys.stderr, disable=not sys.stderr.isatty(),
+            dynamic_ncols=True,
+        )  # fmt: skip
+        self.counts = {"aborted": 0, "errored": 0, "calls": 0}
+
+    def __call__(self, finished: Finished) -> None:
+        self.counts["calls"] += finished.calls
+        if finished.status != "played":
+            self.counts[finished.status] += 1
+        self.bar.set_postfix(self.counts, refresh=False)
+        self.bar.update()
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _playable(args: argparse.Namespace) -> Playable:
     path = args.instances or default_instances_path()
     file = read_instances(path)
     playable = playable_instances(file, load_domains(), args.resources, source=str(path))
@@ -180,22 +233,60 @@ def _run(args: argparse.Namespace) -> int:
                 f"choose from {', '.join(sorted(known))}"
             )
         playable = [item for item in playable if item[1].name in args.experiments]
+    return playable
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.concurrency < 1 or (args.max_concurrent_calls is not None
+                                and args.max_concurrent_calls < 1):  # fmt: skip
+        raise UsageError("--concurrency and --max-concurrent-calls must be at least 1")
+    playable = _playable(args)
     answerers = _answerers(args)
     _writable(args.results_dir)
     for answerer in answerers:
         if isinstance(answerer, ChatModelPlayer):
             answerer.check()  # one call per model, before any episode starts
+    if args.max_concurrent_calls is not None:
+        answerers = [ThrottledPlayer(player, args.max_concurrent_calls) for player in answerers]
     questioner = resolve_questioner("programmatic")
-    results = asyncio.run(
-        run_benchmark(
-            answerers, questioner, playable, args.results_dir,
-            sequential_probes=args.sequential_probes, on_episode=_progress,
+    planned = plan_episodes(answerers, questioner, playable, args.results_dir)
+    pending = [episode for episode in planned if args.rerun or not is_done(episode.folder)]
+    if len(pending) < len(planned):
+        print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
+              "playing the rest (--rerun plays them all again)")  # fmt: skip
+    remove_partial_writes(args.results_dir)
+    progress = _Progress(len(pending))
+    try:
+        finished = asyncio.run(
+            run_episodes(
+                pending, questioner, args.results_dir, concurrency=args.concurrency,
+                sequential_probes=args.sequential_probes, on_finished=progress,
+            )
+        )  # fmt: skip
+    finally:
+        progress.close()
+    _report(args.results_dir)
+    errors = Counter(result.error.kind for result in finished if result.error is not None)
+    if errors:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in errors.most_common())
+        print(
+            f"privateshared: {errors.total()} episodes errored, their model calls failing after "
+            f"every retry ({kinds}; see error.json in their folders); run the same command "
+            "again to play them",
+            file=sys.stderr,
         )
-    )  # fmt: skip
-    print()
-    print(format_table(summarize(results)))
-    print(f"\nrecords: {args.results_dir}/")
+        return 1
     return 0
+
+
+def _report(results_dir: Path) -> Evaluation:
+    """Evaluate the results folder, write its tables, plot and transcripts, print the table."""
+    evaluation = evaluate(collect(results_dir))
+    write_results(results_dir, evaluation)
+    write_transcripts(results_dir)
+    print(format_table(evaluation))
+    print(f"\nrecords, results and transcripts: {results_dir}/ (open {results_dir}/index.html)")
+    return evaluation
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -262,7 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     }  # fmt: skip
     try:
         return handlers[args.command](args)
-    except (UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError) as error:
+    except (
+        UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
+        TranscriptError,
+    ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2
     except PLAYER_FAILURES as error:

@@ -24,9 +24,12 @@ async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeS
 
 def save_episode(
     folder: Path, instance_spec: JsonValue, state: EpisodeState, context: GameContext
-) -> None:
-    """Write the episode's four record files, scores last."""
+) -> int:
+    """Write the episode's records: scores.json last, or error.json when a call failed.
+    Returns the number of model calls recorded."""
     interactions, calls = build_records(state, describe_players(context))
-    if state.scores is None:
-        raise ValueError("the episode has no scores; it did not reach score_episode")
-    write_episode(folder, instance_spec, interactions, calls, state.scores)
+    outcome = state.error or state.scores
+    if outcome is None:
+        raise ValueError("the episode is neither scored nor failed; it did not reach its end")
+    write_episode(folder, instance_spec, interactions, calls, outcome)
+    return len(calls)

@@ -1,84 +1,143 @@
 """A benchmark run: every instance of every experiment, played by every answerer, with records.
 
-Episodes are played one after another; within an episode the probes of a round are concurrent
-unless `sequential_probes` is set.
+Episodes run concurrently in one event loop (up to `concurrency` at once, the models' episodes
+interleaved), and the probes of a round concurrently within an episode. Each episode's records
+are complete on disk once its last file is written (scores.json, or error.json when a call
+failed for good), so a run can be stopped at any moment: the same command plays what is missing.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from privateshared.agents.base import Player
 from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.layout import episode_dir, experiment_dir, pair_name, player_label
+from privateshared.bench.layout import episode_dir, experiment_dir, pair_name
 from privateshared.domains.instances import ExperimentSpec, GameInstance
 from privateshared.graph.context import GameContext, now_iso
-from privateshared.graph.recorder import write_json
-from privateshared.graph.records import ABORTED, GAME_NAME, MAIN_SCORE, EpisodeScores
+from privateshared.graph.recorder import SCORES_FILE, write_json
+from privateshared.graph.records import ABORTED, GAME_NAME, CallFailure
+from privateshared.graph.state import EpisodeState
 
 Playable = Sequence[tuple[int, ExperimentSpec, Sequence[GameInstance]]]
+Status = Literal["played", "aborted", "errored"]
 
 
 @dataclass(frozen=True)
-class EpisodeResult:
-    """One finished episode, as the run's summary needs it."""
+class Episode:
+    """One episode to play: who answers, which instance, where its records go."""
 
-    model: str
-    experiment: str
-    game_id: int
-    scores: EpisodeScores
+    answerer: Player
+    pair: str
+    index: int
+    experiment: ExperimentSpec
+    instance: GameInstance
     folder: Path
 
-    @property
-    def aborted(self) -> bool:
-        return bool(self.scores.episode_scores[ABORTED])
 
-    @property
-    def main_score(self) -> float:
-        return float(self.scores.episode_scores[MAIN_SCORE])
+@dataclass(frozen=True)
+class Finished:
+    """An episode this run played, as the progress display needs it."""
+
+    episode: Episode
+    status: Status
+    calls: int
+    """Model calls the episode made (its requests.json entries)."""
+    error: CallFailure | None = None
+    """Why an errored episode stopped."""
 
 
-async def run_benchmark(
-    answerers: Sequence[Player],
-    questioner: Player,
-    playable: Playable,
-    results_dir: Path,
-    sequential_probes: bool = False,
-    on_episode: Callable[[EpisodeResult], None] = lambda result: None,
-) -> list[EpisodeResult]:
-    """Play every instance with every answerer and write the records under `results_dir`."""
-    results = []
-    for answerer in answerers:
-        context = GameContext(
-            answerer=answerer, questioner=questioner, sequential_probes=sequential_probes
-        )
-        pair = pair_name(answerer, questioner)
-        for index, experiment, instances in playable:
-            write_json(
-                experiment_dir(results_dir, pair, index, experiment.name) / "experiment.json",
-                {
-                    "game": GAME_NAME,
-                    "name": experiment.name,
-                    "domain": experiment.domain,
-                    "dialogue_partners": pair,
-                    "answerer": answerer.name,
-                    "questioner": questioner.name,
-                    "timestamp": now_iso(),
-                },
-            )
-            specs = {spec.game_id: spec for spec in experiment.game_instances}
-            for instance in instances:
-                state = await play_episode(instance, context)
+def plan_episodes(
+    answerers: Sequence[Player], questioner: Player, playable: Playable, results_dir: Path
+) -> list[Episode]:
+    """Every (instance, answerer) pair, instance by instance so that the models interleave."""
+    episodes = []
+    for index, experiment, instances in playable:
+        for instance in instances:
+            for answerer in answerers:
+                pair = pair_name(answerer, questioner)
                 folder = episode_dir(results_dir, pair, index, experiment.name, instance.game_id)
-                save_episode(
-                    folder, specs[instance.game_id].model_dump(mode="json"), state, context
-                )
-                assert state.scores is not None  # save_episode checked
-                result = EpisodeResult(
-                    player_label(answerer), experiment.name, instance.game_id, state.scores, folder
-                )
-                results.append(result)
-                on_episode(result)
-    return results
+                episodes.append(Episode(answerer, pair, index, experiment, instance, folder))
+    return episodes
+
+
+def is_done(folder: Path) -> bool:
+    """Whether an episode was played to its end (scored). Errored episodes are played again."""
+    return (folder / SCORES_FILE).is_file()
+
+
+def remove_partial_writes(results_dir: Path) -> int:
+    """Delete temporary files that a killed run left half-written; return how many."""
+    leftovers = list(results_dir.glob(f"*/{GAME_NAME}/**/.*.tmp"))
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return len(leftovers)
+
+
+def _write_experiment_files(episodes: Sequence[Episode], questioner: Player, results: Path) -> None:
+    seen = set()
+    for episode in episodes:
+        folder = experiment_dir(results, episode.pair, episode.index, episode.experiment.name)
+        if folder in seen:
+            continue
+        seen.add(folder)
+        write_json(
+            folder / "experiment.json",
+            {
+                "game": GAME_NAME,
+                "name": episode.experiment.name,
+                "domain": episode.experiment.domain,
+                "dialogue_partners": episode.pair,
+                "answerer": episode.answerer.name,
+                "questioner": questioner.name,
+                "timestamp": now_iso(),
+            },
+        )
+
+
+def _status(state: EpisodeState) -> Status:
+    if state.error is not None:
+        return "errored"
+    assert state.scores is not None  # the graph ends in score_episode unless a call failed
+    return "aborted" if state.scores.episode_scores[ABORTED] else "played"
+
+
+async def run_episodes(
+    episodes: Sequence[Episode],
+    questioner: Player,
+    results_dir: Path,
+    concurrency: int = 8,
+    sequential_probes: bool = False,
+    on_finished: Callable[[Finished], None] = lambda finished: None,
+) -> list[Finished]:
+    """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends."""
+    _write_experiment_files(episodes, questioner, results_dir)
+    specs = {
+        (episode.experiment.name, spec.game_id): spec
+        for episode in episodes
+        for spec in episode.experiment.game_instances
+    }
+    slots = asyncio.Semaphore(concurrency)
+    finished: list[Finished] = []
+
+    async def play(episode: Episode) -> None:
+        async with slots:
+            context = GameContext(
+                answerer=episode.answerer, questioner=questioner,
+                sequential_probes=sequential_probes,
+            )  # fmt: skip
+            state = await play_episode(episode.instance, context)
+            spec = specs[(episode.experiment.name, episode.instance.game_id)]
+            calls = save_episode(episode.folder, spec.model_dump(mode="json"), state, context)
+            result = Finished(episode, _status(state), calls, state.error)
+            finished.append(result)
+            on_finished(result)
+
+    async with asyncio.TaskGroup() as group:
+        for episode in episodes:
+            group.create_task(play(episode))
+    return finished

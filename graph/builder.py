@@ -15,7 +15,7 @@ from langgraph.graph.state import CompiledStateGraph
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import answer_question, ask_question, instruct_answerer
 from privateshared.graph.probing import probe_round
-from privateshared.graph.routing import route_after_answer, route_after_probe
+from privateshared.graph.routing import route_after_answer, route_after_probe, route_after_question
 from privateshared.graph.scoring import score_episode
 from privateshared.graph.state import EpisodeState
 
@@ -34,7 +34,7 @@ def build_graph(
     builder.add_edge(START, "instruct_answerer")
     builder.add_edge("instruct_answerer", "probe_round")
     builder.add_conditional_edges("probe_round", route_after_probe)
-    builder.add_edge("ask_question", "answer_question")
+    builder.add_conditional_edges("ask_question", route_after_question)
     builder.add_conditional_edges("answer_question", route_after_answer)
     builder.add_edge("score_episode", END)
     return builder.compile(checkpointer=checkpointer, name="privateshared")

@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 from langgraph.runtime import Runtime
 
-from privateshared.agents.base import ChatMessage, Player, PlayerRequest
+from privateshared.agents.base import ChatMessage, Player, PlayerFailure, PlayerRequest
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG
 from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.records import ANSWERER, QUESTIONER, CallFailure
 from privateshared.graph.state import EpisodeState, Exchange, Reply
 
 PSEUDO_ANSWER = "Ok."
@@ -58,12 +59,35 @@ def answerer_context(dialogue: Sequence[Exchange]) -> list[ChatMessage]:
 
 
 async def call_player(player: Player, request: PlayerRequest, clock: Callable[[], str]) -> Reply:
-    """Send `request` to `player` and stamp the reply with when it was sent and received."""
+    """Send `request` to `player` and stamp the reply with when it was sent and received.
+
+    Raises `PlayerFailure` when the player's call failed after its retries."""
     sent_at = clock()
     reply = await player.respond(request)
     return Reply(
         text=reply.text, sent_at=sent_at, received_at=clock(), prompt=reply.prompt, raw=reply.raw
     )
+
+
+def call_failure(
+    failure: PlayerFailure, role: str, player: Player, request: PlayerRequest, at: str
+) -> CallFailure:
+    """What error.json says about a call that failed for good."""
+    return CallFailure(
+        player=role,
+        model=player.name,
+        kind=failure.kind,
+        message=failure.message,
+        tries=failure.tries,
+        at=at,
+        request={
+            "kind": request.kind,
+            # A probe's `turn` is its probing round, as the records' probe events call it.
+            "round" if request.kind == "probe" else "turn": request.turn,
+            "slot": request.slot,
+            "attempt": request.attempt,
+        },
+    )  # fmt: skip
 
 
 def instruct_answerer(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
@@ -92,14 +116,14 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
     assert state.instance is not None  # set by instruct_answerer
     turn = len(state.dialogue)
     slot = state.instance.request_order[turn - 1]
-    cue = ChatMessage(role="user", content=QUESTIONER_CUE)
-    request = await call_player(
-        ctx.questioner,
-        PlayerRequest(
-            kind="request", messages=(cue,), instance=state.instance, turn=turn, slot=slot
-        ),
-        ctx.clock,
+    cue = (ChatMessage(role="user", content=QUESTIONER_CUE),)
+    asked = PlayerRequest(
+        kind="request", messages=cue, instance=state.instance, turn=turn, slot=slot
     )
+    try:
+        request = await call_player(ctx.questioner, asked, ctx.clock)
+    except PlayerFailure as failure:
+        return {"error": call_failure(failure, QUESTIONER, ctx.questioner, asked, ctx.clock())}
     exchange = Exchange(
         slot=slot, request=request, message=f"{state.instance.tag}: {request.text.strip()}"
     )
@@ -115,13 +139,13 @@ async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) ->
     assert exchange.slot is not None  # set by ask_question
     turn = len(state.dialogue) - 1
     messages = tuple(answerer_context(state.dialogue))
-    answer = await call_player(
-        ctx.answerer,
-        PlayerRequest(
-            kind="question", messages=messages, instance=instance, turn=turn, slot=exchange.slot
-        ),
-        ctx.clock,
+    question = PlayerRequest(
+        kind="question", messages=messages, instance=instance, turn=turn, slot=exchange.slot
     )
+    try:
+        answer = await call_player(ctx.answerer, question, ctx.clock)
+    except PlayerFailure as failure:
+        return {"error": call_failure(failure, ANSWERER, ctx.answerer, question, ctx.clock())}
     parsed = parse_answer(answer.text)
     if parsed is None:
         answered = exchange.model_copy(update={"answer": answer})

@@ -13,11 +13,17 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
-from privateshared.agents.base import ChatMessage, PlayerRequest
+from privateshared.agents.base import ChatMessage, PlayerFailure, PlayerRequest
 from privateshared.domains.instances import GameInstance
 from privateshared.domains.schema import ASIDE_TAG, PROBE_TAG
 from privateshared.graph.context import GameContext, game_context
-from privateshared.graph.dialogue import answerer_context, call_player, has_continuation
+from privateshared.graph.dialogue import (
+    answerer_context,
+    call_failure,
+    call_player,
+    has_continuation,
+)
+from privateshared.graph.records import ANSWERER, CallFailure
 from privateshared.graph.state import EpisodeState, Probe, ProbeAnswer, ProbeAttempt
 
 PROBE_INSTRUCTION = "Answer this question with yes or no and then stop."
@@ -56,8 +62,9 @@ async def probe_slot(
     slot: str,
     gold: ProbeAnswer,
     ctx: GameContext,
-) -> Probe:
-    """Ask one probe until its reply is valid or `ctx.max_tries` tries are used."""
+) -> tuple[Probe, CallFailure | None]:
+    """Ask one probe until its reply is valid or `ctx.max_tries` tries are used; a call that
+    fails for good ends the probe early, with what it had so far."""
     question = instance.probes[round_index][slot]
     attempts: list[ProbeAttempt] = []
     for attempt in range(1, ctx.max_tries + 1):
@@ -70,12 +77,17 @@ async def probe_slot(
             slot=slot,
             attempt=attempt,
         )
-        reply = await call_player(ctx.answerer, request, ctx.clock)
+        try:
+            reply = await call_player(ctx.answerer, request, ctx.clock)
+        except PlayerFailure as failure:
+            failed = Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts),
+                           failed=True)  # fmt: skip
+            return failed, call_failure(failure, ANSWERER, ctx.answerer, request, ctx.clock())
         parsed = parse_probe_answer(reply.text)
         attempts.append(ProbeAttempt(message=message, reply=reply, parsed=parsed))
         if parsed is not None:
             break
-    return Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts))
+    return Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts)), None
 
 
 async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
@@ -86,20 +98,24 @@ async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dic
     round_index = len(state.probe_rounds)
     context = answerer_context(state.dialogue)
 
-    async def probe(slot: str) -> Probe:
+    async def probe(slot: str) -> tuple[Probe, CallFailure | None]:
         gold: ProbeAnswer = "yes" if slot in state.shared_since else "no"
         return await probe_slot(context, instance, round_index, slot, gold, ctx)
 
     order = list(instance.probes[round_index])
-    probes: list[Probe] = []
+    outcomes: list[tuple[Probe, CallFailure | None]] = []
     if ctx.sequential_probes:
         for slot in order:
-            probes.append(await probe(slot))
-            if probes[-1].answer is None:  # clembench stops probing at the first failure
+            outcomes.append(await probe(slot))
+            if outcomes[-1][0].answer is None:  # clembench stops probing at the first failure
                 break
     else:
-        probes = list(await asyncio.gather(*(probe(slot) for slot in order)))
+        outcomes = list(await asyncio.gather(*(probe(slot) for slot in order)))
+    probes = [probe for probe, _ in outcomes]
     update: dict[str, object] = {"probe_rounds": [*state.probe_rounds, probes]}
-    if any(probe.answer is None for probe in probes):
+    failures = [failure for _, failure in outcomes if failure is not None]
+    if failures:
+        update["error"] = failures[0]
+    elif any(probe.answer is None for probe in probes):
         update["abort_reason"] = PROBING_ABORT
     return update

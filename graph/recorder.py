@@ -32,9 +32,13 @@ from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, QUESTIONER_CUE
 from privateshared.graph.probing import probe_message
 from privateshared.graph.records import (
+    ANSWERER,
     GAME_NAME,
+    GM,
     INVALID_PROBE_VALUE,
+    QUESTIONER,
     Action,
+    CallFailure,
     CallRecord,
     EpisodeScores,
     Event,
@@ -43,9 +47,6 @@ from privateshared.graph.records import (
 )
 from privateshared.graph.state import EpisodeState, Exchange, Probe, Reply
 
-GM = "GM"
-ANSWERER = "Player 1"
-QUESTIONER = "Player 2"
 PROBE_VALUES = {"yes": 1, "no": 0}
 
 
@@ -139,6 +140,8 @@ def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
             ANSWERER, GM, "probe answer", reply.text, at=reply.received_at, call=reply, extra=where
         )
         log.event(GM, GM, "parse", attempt.parsed or "invalid")
+    if probe.failed:  # no reply came; the episode's `error` event says why
+        return
     validity = "valid" if probe.answer is not None else "invalid"
     tries = len(probe.attempts)
     summary = f"Answer for {probe.slot.upper()} {validity} after {tries} tries."
@@ -181,7 +184,15 @@ def build_records(
             log.event(GM, GM, "info", "End probing", extra={"round": turn})
     if state.abort_reason is not None:
         log.event(GM, GM, "invalid format", f"Abort: {state.abort_reason}.")
-    log.event(GM, GM, "end", "Game finished.")
+    if state.error is not None:
+        failure = state.error
+        log.event(
+            GM, GM, "error",
+            f"A call to {failure.player} ({failure.model}) failed after {failure.tries} tries: "
+            f"{failure.kind}: {failure.message}",
+            at=failure.at, extra={"kind": failure.kind, "tries": failure.tries},
+        )  # fmt: skip
+    log.event(GM, GM, "end", "Game finished." if state.error is None else "Game stopped.")
 
     requests = [0] * (n + 1)
     parsed = [0] * (n + 1)
@@ -205,7 +216,7 @@ def build_records(
         players=players,
         turns=log.turns,
         probes=[
-            [_probe_entry(k, probe) for probe in probes]
+            [_probe_entry(k, probe) for probe in probes if not probe.failed]
             for k, probes in enumerate(state.probe_rounds)
         ],
         # clembench's name: the index of the answer after which each slot became shared.
@@ -247,15 +258,24 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
+SCORES_FILE = "scores.json"
+ERROR_FILE = "error.json"
+
+
 def write_episode(
     folder: Path,
     instance_spec: JsonValue,
     interactions: Interactions,
     calls: list[CallRecord],
-    scores: EpisodeScores,
+    outcome: EpisodeScores | CallFailure,
 ) -> None:
-    """Write one episode's records; scores.json comes last and marks the episode complete."""
+    """Write one episode's records. The last file marks the episode done: scores.json when it
+    was played to its end (or aborted), error.json when a call failed for good. Until then,
+    an interrupted write leaves an episode that the next run plays again."""
+    for marker in (SCORES_FILE, ERROR_FILE):
+        (folder / marker).unlink(missing_ok=True)
     write_json(folder / "instance.json", instance_spec)
     write_json(folder / "interactions.json", interactions)
     write_json(folder / "requests.json", [call.model_dump(mode="python") for call in calls])
-    write_json(folder / "scores.json", scores)
+    last = SCORES_FILE if isinstance(outcome, EpisodeScores) else ERROR_FILE
+    write_json(folder / last, outcome)

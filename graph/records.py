@@ -11,6 +11,9 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue
 
 GAME_NAME = "privateshared"
+GM = "GM"
+ANSWERER = "Player 1"
+QUESTIONER = "Player 2"
 
 # Keys of interactions.json and names of scores, as clembench spells them.
 REQUEST_COUNT = "Request Count"

@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from privateshared.domains.instances import GameInstance
-from privateshared.graph.records import EpisodeScores
+from privateshared.graph.records import CallFailure, EpisodeScores
 
 ProbeAnswer = Literal["yes", "no"]
 
@@ -78,6 +78,8 @@ class Probe(BaseModel):
     gold: ProbeAnswer
     """The truth: yes once the slot is shared."""
     attempts: tuple[ProbeAttempt, ...]
+    failed: bool = False
+    """A call failed for good before a valid reply came: the probe has no answer, valid or not."""
 
     @property
     def answer(self) -> ProbeAnswer | None:
@@ -102,5 +104,8 @@ class EpisodeState(BaseModel):
     """Probing round k follows dialogue turn k; probes in the order asked."""
     abort_reason: str | None = None
     """Why the game master aborted the episode; None while the rules are kept."""
+    error: CallFailure | None = None
+    """A model call that failed after its retries; the episode stops, neither played nor
+    aborted, and is played again by the next run."""
     scores: EpisodeScores | None = None
     """Turn and episode scores, computed from the records at the end."""

@@ -32,16 +32,21 @@ def episode_folders(results: Path, pair: str) -> list[Path]:
 
 def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Path, str]) -> None:
     results, output = run_dir
-    assert sorted(path.name for path in results.iterdir()) == [
+    assert sorted(path.name for path in results.iterdir() if path.is_dir()) == [
         "mock-t0.0--mock-t0.0", "oracle-t0.0--oracle-t0.0",
     ]  # fmt: skip
+    # The run ends with its evaluation, transcripts and plot next to the records.
+    for name in ("results.json", "results.md", "results.csv", "raw.csv", "episodes.csv",
+                 "index.html", "accuracy_by_round.png"):  # fmt: skip
+        assert (results / name).is_file(), name
     for pair in ("oracle-t0.0--oracle-t0.0", "mock-t0.0--mock-t0.0"):
         folders = episode_folders(results, pair)
         assert len(folders) == 20
         experiments = sorted({folder.parent.name for folder in folders})
         assert experiments == ["0_job-interview", "1_travel-booking"]
         for folder in folders:
-            assert sorted(path.name for path in folder.iterdir()) == EPISODE_FILES
+            files = sorted(path.name for path in folder.iterdir())
+            assert files == [*EPISODE_FILES, "transcript.html"]
         for experiment in experiments:
             meta = json.loads(
                 (results / pair / "privateshared" / experiment / "experiment.json").read_text()
@@ -51,9 +56,10 @@ def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Pa
     for folder in episode_folders(results, "oracle-t0.0--oracle-t0.0"):
         scores = json.loads((folder / "scores.json").read_text())
         assert scores["episode scores"]["Main Score"] == 100.0, folder
-    assert "oracle-t0.0" in output and "mock-t0.0" in output
-    table = output.split("\n\n")[-2]
-    assert table.splitlines()[1].split()[:5] == ["oracle-t0.0", "20", "20", "0", "100.0"]
+    rows = {line.split()[0]: line.split() for line in output.splitlines() if line.strip()}
+    # model, episodes, played, aborted, errored, unscored, % played
+    assert rows["oracle-t0.0--oracle-t0.0"][1:7] == ["20", "20", "0", "0", "0", "100.0"]
+    assert rows["mock-t0.0--mock-t0.0"][1] == "20"
 
 
 def test_mock_breaks_rules_sometimes_and_guesses_probes(run_dir: tuple[Path, str]) -> None:

@@ -23,13 +23,13 @@ from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_answerer
 from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.fake_endpoint import FakeOpenAI, answerer_for
 from privateshared.domains.instances import GameInstance, default_instance
 from privateshared.graph.builder import graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import build_records, describe_players
 from privateshared.graph.records import ABORTED, MAIN_SCORE
 from privateshared.graph.state import EpisodeState
-from tests.openai_server import FakeOpenAI, answerer_for
 
 SECRET = "sk-test-secret-0123456789"
 EPISODE_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
@@ -231,7 +231,9 @@ def test_cli_run_against_fake_endpoint(tmp_path: Path, capsys: pytest.CaptureFix
     assert [path.name for path in episodes] == [f"episode_{k}" for k in DEFAULT_GAME_IDS]
     recorded = 0
     for episode in episodes:
-        assert sorted(path.name for path in episode.iterdir()) == sorted(EPISODE_FILES)
+        assert sorted(path.name for path in episode.iterdir()) == sorted(
+            [*EPISODE_FILES, "transcript.html"]
+        )
         assert read_json(episode / "scores.json")["episode scores"][MAIN_SCORE] == 100
         recorded += len(read_json(episode / "requests.json"))
     # Every call the server answered is in some episode's requests.json, and nothing else is.
@@ -266,7 +268,7 @@ def test_cli_unreachable_endpoint(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert url in line
 
 
-def test_cli_model_timeout_fails_the_run(
+def test_cli_model_timeout_errors_the_episodes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     results = tmp_path / "records"
@@ -281,9 +283,14 @@ def test_cli_model_timeout_fails_the_run(
         )  # fmt: skip
     line = one_error_line(capsys.readouterr().err)
     assert code == 1
-    assert "timed out" in line.lower() or "timeout" in line.lower(), line
-    # Round 0 of the first episode probes every slot at once, and --max-retries 0 sends each
-    # probe once: a retry would show up here as an extra request.
-    assert len(server.requests) == len(instances[0].probes[0])
-    # The first episode failed on its first calls: nothing may look like a finished episode.
+    assert "10 episodes errored" in line and "APITimeoutError" in line, line
+    # Round 0 of every episode probes every slot at once, and --max-retries 0 sends each probe
+    # once: a retry would show up here as an extra request.
+    assert len(server.requests) == sum(len(instance.probes[0]) for instance in instances)
+    # No episode may look finished; each says why it is not.
     assert list(results.rglob("scores.json")) == []
+    failures = [read_json(path) for path in results.rglob("error.json")]
+    assert len(failures) == 10
+    assert {(f["kind"], f["tries"], f["player"]) for f in failures} == {
+        ("APITimeoutError", 1, "Player 1")
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -145,3 +146,19 @@ def test_aborted_episode_keeps_counts_and_played_rounds_only() -> None:
     assert episode["Request Count"] == 9
     assert episode["Violated Request Count"] == 5
     assert episode["Request Success Ratio"] == pytest.approx(4 / 9)
+
+
+@pytest.mark.filterwarnings("ignore")  # scikit-learn warns on the undefined (NaN) cases
+def test_kappa_agrees_with_scikit_learn() -> None:
+    """Our kappa is scikit-learn's arithmetic, which clembench's published scores used."""
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = random.Random(7)
+    for _ in range(500):
+        size = rng.randint(2, 36)
+        gold = [rng.randint(0, 1) for _ in range(size)]
+        predicted = [rng.choice([0, 1, 1, 2]) if rng.random() < 0.1 else rng.randint(0, 1)
+                     for _ in range(size)]  # fmt: skip
+        theirs = float(cohen_kappa_score(gold, predicted))
+        ours = kappa(gold, predicted)
+        assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), (gold, predicted)

@@ -1,29 +1,59 @@
-"""A fake OpenAI-compatible chat server on 127.0.0.1, for tests of the model player.
+"""A fake OpenAI-compatible chat server on 127.0.0.1, for tests and performance runs.
 
 `FakeOpenAI` serves `GET /v1/models` and `POST /v1/chat/completions` (plain JSON, or Server-Sent
 Events when the body asks for `"stream": true`) from a thread, using only the standard library,
-so tests exercise the real HTTP path through langchain-openai and the openai client without the
-internet. The replies come from a plain function of the messages; `answerer_for` builds one that
-plays the answerer perfectly, reading only what a model would see: the messages.
+so the real HTTP path through langchain-openai and the openai client runs without the internet.
+The replies come from a plain function of the messages; `answerer_for` builds one that plays the
+answerer perfectly, reading only what a model would see: the messages. A latency per call and
+injected faults (HTTP errors, hangs, resets, malformed bodies) make it a test bed for the runner.
+
+    python -m privateshared.bench.fake_endpoint --latency 0.1
+
+serves a perfect answerer for the default instances until stopped, and prints its URL.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
 import socket
+import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
-from privateshared.domains.instances import GameInstance
+from privateshared.domains.instances import (
+    GameInstance,
+    default_instances_path,
+    playable_instances,
+    read_instances,
+)
+from privateshared.domains.loader import load_domains
 
 ReplyFunction = Callable[[list[dict[str, Any]]], str]
 """Messages as the server received them (role, content) -> the reply's text."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How the server misbehaves on one chat request."""
+
+    kind: Literal["status", "hang", "reset", "malformed"]
+    """status: an HTTP error; hang: never answer; reset: drop the connection; malformed: a 200
+    whose body is not JSON."""
+    status: int = 500
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra response headers for a status fault, e.g. {"Retry-After": "1"}."""
+
+
+FaultPlan = Callable[[int], "Fault | None"]
+"""Chat request number (1 for the first) -> the fault to inject, if any."""
 
 # The game's protocol, spelled out here rather than imported: the fake model reads it the way a
 # model does, from what the game master sends, so a wrong constant in the package shows up as a
@@ -46,11 +76,20 @@ class FakeOpenAI:
     """
 
     def __init__(
-        self, reply: ReplyFunction, models: Sequence[str] = ("fake-model",), delay: float = 0.0
+        self,
+        reply: ReplyFunction,
+        models: Sequence[str] = ("fake-model",),
+        delay: float = 0.0,
+        faults: Mapping[int, Fault] | FaultPlan | None = None,
+        port: int = 0,
     ) -> None:
         self.reply = reply
         self.models = list(models)
         self.delay = delay
+        self.faults: FaultPlan = (
+            faults.get if isinstance(faults, Mapping) else faults or (lambda number: None)
+        )
+        self.port = port
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._served = 0
@@ -77,7 +116,7 @@ class FakeOpenAI:
             return list(self._requests)
 
     def __enter__(self) -> FakeOpenAI:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", self.port), _Handler)
         self._server.fake = self
         # A short poll interval: shutdown() waits for the loop to look, 0.5 s by default.
         self._thread = threading.Thread(
@@ -98,12 +137,16 @@ class FakeOpenAI:
         self._thread.join(timeout=5)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        """Number the request, compute its reply and keep both."""
+        """Number the request, decide its fault or compute its reply, and keep both."""
         with self._lock:
             self._served += 1
-            completion_id = f"chatcmpl-fake-{self._served}"
-        text = self.reply(body.get("messages", []))
-        entry = {"body": body, "headers": headers, "completion_id": completion_id, "reply": text}
+            number = self._served
+        fault = self.faults(number)
+        text = "" if fault is not None else self.reply(body.get("messages", []))
+        entry = {
+            "body": body, "headers": headers, "completion_id": f"chatcmpl-fake-{number}",
+            "reply": text, "fault": fault,
+        }  # fmt: skip
         with self._lock:
             self._requests.append(entry)
         return entry
@@ -113,6 +156,8 @@ class _Server(ThreadingHTTPServer):
     """One thread per connection, each tracked with its socket so that stopping can end them."""
 
     fake: FakeOpenAI
+    # A whole run opens a hundred connections at once; the default backlog of 5 would refuse most.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         super().__init__(address, handler)
@@ -156,6 +201,10 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps connections alive between calls, as real endpoints do for the openai client.
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in one segment: split writes meet the client's delayed ACK and
+    # Nagle's algorithm, which would add 40 ms to every call.
+    wbufsize = -1
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -192,6 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fake.delay and fake._stopping.wait(fake.delay):
             return  # stopping: the client gave up long ago
+        if entry["fault"] is not None:
+            self._misbehave(entry["fault"])
+            return
         completion_id, text = entry["completion_id"], entry["reply"]
         model = body.get("model", "fake-model")
         usage = _usage(body.get("messages", []), text)
@@ -204,9 +256,34 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up; nothing left to tell it
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+    def _misbehave(self, fault: Fault) -> None:
+        """Answer as `fault` says."""
+        if fault.kind == "status":
+            error = _error(f"injected fault {fault.status}", "server_error")
+            self._send_json(fault.status, error, fault.headers)
+        elif fault.kind == "hang":
+            self.server.fake._stopping.wait()  # until the server stops; the client times out
+            self.close_connection = True
+        elif fault.kind == "reset":
+            # SO_LINGER 0 makes close() send a TCP reset instead of an orderly shutdown.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+        else:
+            data = b'{"id": "chatcmpl-broken", "choices": [{'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -367,3 +444,27 @@ def _is_known(instance: GameInstance, slot: str, earlier: list[tuple[Any, str]])
         (role == "user" and text == question) or (role == "assistant" and value in text.lower())
         for role, text in earlier
     )
+
+
+def default_answerer() -> ReplyFunction:
+    """A perfect answerer for every instance of the default instances file."""
+    file = read_instances(default_instances_path())
+    playable = playable_instances(file, load_domains())
+    return answerer_for(*(instance for _, _, instances in playable for instance in instances))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve a perfect answerer for the default instances until interrupted."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat call")
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--model", default="fake-model", help="the model name it serves")
+    args = parser.parse_args(argv)
+    with FakeOpenAI(default_answerer(), [args.model], args.latency, port=args.port) as server:
+        print(server.base_url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

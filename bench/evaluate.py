@@ -1,0 +1,522 @@
+"""After a run, over its records: read every episode folder back and evaluate the benchmark.
+
+`collect` reads what a run left in each episode folder (scores.json, error.json or neither),
+`evaluate` aggregates the episodes at clembench's three levels (dataset, episode, turn: here a
+probing round) and `write_results` writes the tables: ours (results.json, results.md,
+episodes.csv, accuracy_by_round.png) and clembench's own raw.csv and results.csv, shaped as
+clemcore's clemeval writes them, so a run can sit next to published clembench results.
+
+An errored episode (the infrastructure failed) or an unscored one (the run was interrupted) is
+neither played nor aborted: it stays out of % Played, but is always counted and shown.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import statistics
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from privateshared.bench.plots import plot_accuracy_by_round
+from privateshared.graph.recorder import write_json, write_text
+from privateshared.graph.records import (
+    ABORTED,
+    ACCURACY,
+    GAME_NAME,
+    KAPPA,
+    MAIN_SCORE,
+    MIDDLE_ACCURACY,
+    SLOT_FILLING_ACCURACY,
+    CallFailure,
+    EpisodeScores,
+    ScoreValue,
+)
+
+EpisodeStatus = Literal["played", "aborted", "errored", "unscored"]
+
+SCORES_FILE = "scores.json"
+ERROR_FILE = "error.json"
+ALL_MODELS = "all"
+PLAYED = "Played"
+"""clemeval's metric inferred from Aborted (1 - Aborted); games never record it."""
+NAN = float("nan")
+
+
+class ResultsError(ValueError):
+    """A results folder or record file that cannot be evaluated; the message is one line."""
+
+
+class EpisodeRecord(BaseModel):
+    """One episode folder of a run, as read back from its records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    """The dialogue pair's folder, e.g. `oracle-t0.0--oracle-t0.0` (clembench's "model")."""
+    experiment_folder: str
+    """The experiment's folder, e.g. `1_travel-booking` (clembench's "experiment")."""
+    experiment: str
+    """The experiment's name, e.g. `travel-booking`."""
+    episode: str
+    """The episode's folder, e.g. `episode_3`."""
+    game_id: int
+    """The instance's game_id, from the folder name."""
+    status: EpisodeStatus
+    """played or aborted (scores.json's Aborted), errored (error.json only) or unscored."""
+    scores: dict[str, ScoreValue] | None = None
+    """The episode scores of scores.json, in file order; None when errored or unscored."""
+    round_accuracy: dict[int, float] = {}
+    """Accuracy of each probing round in the turn scores, by round; empty when not scored."""
+    error: CallFailure | None = None
+    """Why the episode could not finish; set only when errored."""
+
+    def score(self, name: str) -> float:
+        """Return the episode score `name`, NaN when the episode has no such score."""
+        return NAN if self.scores is None else float(self.scores.get(name, NAN))
+
+
+class Aggregate(BaseModel):
+    """Dataset level: one model, one model on one experiment, or every model together."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    """The pair folder, or `all` over every model."""
+    experiment: str | None
+    """The experiment's name; None over every experiment."""
+    episodes: int
+    """Every episode folder, whatever its status."""
+    played: int
+    aborted: int
+    errored: int
+    """Episodes the infrastructure could not finish (error.json)."""
+    unscored: int
+    """Episodes with neither scores.json nor error.json: the run was interrupted."""
+    percent_played: float
+    """100 x played / (played + aborted): errored and unscored episodes count as neither."""
+    quality_score: float
+    """Mean Main Score over played episodes; NaN when none was played."""
+    quality_score_std: float
+    """Sample standard deviation (ddof=1, as pandas' std in clembench) of those Main Scores;
+    NaN for fewer than two."""
+    clemscore: float
+    """% Played / 100 x Quality Score; NaN when no episode was played."""
+    accuracy: float
+    """Mean Accuracy over played episodes."""
+    kappa: float
+    """Mean Kappa (not truncated) over played episodes."""
+    slot_filling_accuracy: float
+    """Mean Slot-Filling-Accuracy over played episodes."""
+    middle_accuracy: float
+    """Mean Middle-Accuracy over played episodes."""
+
+
+class RoundMean(BaseModel):
+    """Turn level: the mean accuracy of one probing round."""
+
+    model_config = ConfigDict(frozen=True)
+
+    probe_round: int
+    accuracy: float
+    """Mean of the round's Accuracy turn score."""
+    episodes: int
+    """Scored episodes that completed this round (aborted ones count the rounds they finished)."""
+
+
+class RoundAccuracy(BaseModel):
+    """Turn level: mean accuracy per probing round of one model, or one model on one experiment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    """The pair folder."""
+    experiment: str | None
+    """The experiment's name; None over every experiment."""
+    rounds: tuple[RoundMean, ...]
+    """Round 0 first; empty when no episode completed a round."""
+
+
+class Evaluation(BaseModel):
+    """A run evaluated at the dataset, episode and turn levels; models sorted by name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    models: tuple[Aggregate, ...]
+    """One per model, over all its experiments."""
+    experiments: tuple[Aggregate, ...]
+    """One per model and experiment."""
+    overall: Aggregate
+    """Every model together."""
+    episodes: tuple[EpisodeRecord, ...]
+    """Episode level: every episode, by model, experiment and game id."""
+    rounds_by_model: tuple[RoundAccuracy, ...]
+    """Turn level, per model."""
+    rounds_by_experiment: tuple[RoundAccuracy, ...]
+    """Turn level, per model and experiment."""
+
+
+# Reading the records
+
+
+_Record = TypeVar("_Record", bound=BaseModel)
+
+_FIXES = {
+    SCORES_FILE: "re-score the run with `privateshared score`",
+    ERROR_FILE: "this is not a privateshared error.json; delete it to play the episode again",
+}
+
+
+def _read(path: Path, model: type[_Record]) -> _Record:
+    fix = _FIXES[path.name]
+    try:
+        return model.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = " ".join(str(error).split())
+        raise ResultsError(f"{path}: cannot read it ({reason}); {fix}") from None
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise ResultsError(f"{path}: {where}: {first['msg']}; {fix}") from None
+
+
+def _round_accuracy(path: Path, scores: EpisodeScores) -> dict[int, float]:
+    rounds: dict[int, float] = {}
+    for key, turn in scores.turn_scores.items():
+        if not key.isdigit():
+            raise ResultsError(
+                f"{path}: turn scores: {key!r} is not a probing round; {_FIXES[path.name]}"
+            )
+        if ACCURACY in turn and not math.isnan(turn[ACCURACY]):
+            rounds[int(key)] = float(turn[ACCURACY])
+    return dict(sorted(rounds.items()))
+
+
+def read_episode(folder: Path) -> EpisodeRecord:
+    """Read one episode folder: its scores, else its error, else nothing (unscored)."""
+    index, _, name = folder.parent.name.partition("_")
+    number = folder.name.removeprefix("episode_")
+    if not number.isdigit():
+        raise ResultsError(f"{folder}: not an episode folder; episode folders are episode_<id>")
+    scores_path, error_path = folder / SCORES_FILE, folder / ERROR_FILE
+    status: EpisodeStatus = "unscored"
+    scores: dict[str, ScoreValue] | None = None
+    rounds: dict[int, float] = {}
+    error: CallFailure | None = None
+    if scores_path.is_file():  # scores.json is written last: it marks a finished episode
+        recorded = _read(scores_path, EpisodeScores)
+        scores = recorded.episode_scores
+        if scores.get(ABORTED) not in (0, 1):
+            raise ResultsError(
+                f'{scores_path}: "episode scores" has no "{ABORTED}" of 0 or 1; '
+                f"{_FIXES[SCORES_FILE]}"
+            )
+        status = "aborted" if scores[ABORTED] else "played"
+        rounds = _round_accuracy(scores_path, recorded)
+    elif error_path.is_file():
+        error = _read(error_path, CallFailure)
+        status = "errored"
+    return EpisodeRecord(
+        model=folder.parents[2].name,
+        experiment_folder=folder.parent.name,
+        experiment=name if index.isdigit() and name else folder.parent.name,
+        episode=folder.name,
+        game_id=int(number),
+        status=status,
+        scores=scores,
+        round_accuracy=rounds,
+        error=error,
+    )
+
+
+def _order(episode: EpisodeRecord) -> tuple[str, int, str, int]:
+    index = episode.experiment_folder.partition("_")[0]
+    return episode.model, int(index) if index.isdigit() else -1, episode.experiment, episode.game_id
+
+
+def collect(results_dir: Path) -> list[EpisodeRecord]:
+    """Read every episode folder of a results folder, by model, experiment and game id."""
+    if not results_dir.is_dir():
+        raise ResultsError(f"{results_dir}: not a folder; pass the --results-dir of a run")
+    pattern = f"*/{GAME_NAME}/*/episode_*"
+    folders = [path for path in results_dir.glob(pattern) if path.is_dir()]
+    if not folders:
+        raise ResultsError(
+            f"{results_dir}: no episode folders ({pattern}); pass the --results-dir of a run"
+        )
+    return sorted((read_episode(folder) for folder in folders), key=_order)
+
+
+# Aggregating
+
+
+def _finite(values: Iterable[float]) -> list[float]:
+    return [value for value in values if not math.isnan(value)]
+
+
+def _mean(values: Sequence[float]) -> float:
+    # fsum: as exact as pandas' compensated (Kahan) group means, so roundings agree with clembench
+    return math.fsum(values) / len(values) if values else NAN
+
+
+def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | None) -> Aggregate:
+    """Aggregate a group of episodes at the dataset level."""
+    count = {status: 0 for status in ("played", "aborted", "errored", "unscored")}
+    for episode in episodes:
+        count[episode.status] += 1
+    played = [episode for episode in episodes if episode.status == "played"]
+
+    def mean_of(name: str) -> float:
+        return _mean(_finite(episode.score(name) for episode in played))
+
+    main_scores = _finite(episode.score(MAIN_SCORE) for episode in played)
+    decided = count["played"] + count["aborted"]
+    percent_played = 100 * count["played"] / decided if decided else NAN
+    quality = _mean(main_scores)
+    return Aggregate(
+        model=model,
+        experiment=experiment,
+        episodes=len(episodes),
+        played=count["played"],
+        aborted=count["aborted"],
+        errored=count["errored"],
+        unscored=count["unscored"],
+        percent_played=percent_played,
+        quality_score=quality,
+        quality_score_std=statistics.stdev(main_scores) if len(main_scores) > 1 else NAN,
+        clemscore=percent_played / 100 * quality,
+        accuracy=mean_of(ACCURACY),
+        kappa=mean_of(KAPPA),
+        slot_filling_accuracy=mean_of(SLOT_FILLING_ACCURACY),
+        middle_accuracy=mean_of(MIDDLE_ACCURACY),
+    )
+
+
+def round_accuracy(
+    episodes: Sequence[EpisodeRecord], model: str, experiment: str | None
+) -> RoundAccuracy:
+    """Average each probing round's accuracy over the group's episodes that completed it."""
+    by_round: dict[int, list[float]] = {}
+    for episode in episodes:
+        for probe_round, value in episode.round_accuracy.items():
+            by_round.setdefault(probe_round, []).append(value)
+    rounds = tuple(
+        RoundMean(probe_round=k, accuracy=_mean(values), episodes=len(values))
+        for k, values in sorted(by_round.items())
+    )
+    return RoundAccuracy(model=model, experiment=experiment, rounds=rounds)
+
+
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+def _groups(
+    episodes: Sequence[EpisodeRecord], key: Callable[[EpisodeRecord], _Key]
+) -> dict[_Key, list[EpisodeRecord]]:
+    groups: dict[_Key, list[EpisodeRecord]] = {}
+    for episode in episodes:
+        groups.setdefault(key(episode), []).append(episode)
+    return groups
+
+
+def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
+    """Evaluate episodes per model, per model and experiment, and over all models."""
+    ordered = sorted(episodes, key=_order)
+    by_model = _groups(ordered, lambda episode: episode.model)
+    by_experiment = _groups(ordered, lambda episode: (episode.model, episode.experiment))
+    return Evaluation(
+        models=tuple(aggregate(group, model, None) for model, group in by_model.items()),
+        experiments=tuple(
+            aggregate(group, model, experiment)
+            for (model, experiment), group in by_experiment.items()
+        ),
+        overall=aggregate(ordered, ALL_MODELS, None),
+        episodes=tuple(ordered),
+        rounds_by_model=tuple(round_accuracy(group, m, None) for m, group in by_model.items()),
+        rounds_by_experiment=tuple(
+            round_accuracy(group, model, experiment)
+            for (model, experiment), group in by_experiment.items()
+        ),
+    )
+
+
+# Writing the tables
+
+
+def coverage_warning(evaluation: Evaluation) -> str | None:
+    """Say how many episodes the scores leave out, in one line; None when they cover all."""
+    overall = evaluation.overall
+    missing = [
+        (n, word) for n, word in ((overall.errored, "errored"), (overall.unscored, "unscored")) if n
+    ]
+    if not missing:
+        return None
+    (first, word), *rest = missing
+    text = f"{first} episode{'' if first == 1 else 's'} {word}"
+    text += "".join(f" and {n} {other}" for n, other in rest)
+    covered = overall.played + overall.aborted
+    return (
+        f"{text}: these scores cover {covered} of {overall.episodes} episodes; "
+        "run the same command again to play them"
+    )
+
+
+def _fixed(value: float, digits: int) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+_COLUMNS = ["episodes", "played", "aborted", "errored", "unscored", "% Played",
+            "Quality Score ± std", "clemscore"]  # fmt: skip
+
+
+def _cells(row: Aggregate) -> list[str]:
+    """The cells of `_COLUMNS`; the std is left out where it is undefined (one played episode)."""
+    quality = _fixed(row.quality_score, 2)
+    if not math.isnan(row.quality_score_std):
+        quality += f" ± {row.quality_score_std:.2f}"
+    counts = (row.episodes, row.played, row.aborted, row.errored, row.unscored)
+    return [*map(str, counts), _fixed(row.percent_played, 1), quality, _fixed(row.clemscore, 2)]
+
+
+def format_table(evaluation: Evaluation) -> str:
+    """Lay out the per-model table for the terminal, the coverage warning last if any."""
+    header = ["model", *(column.lower() for column in _COLUMNS)]
+    rows = [[row.model, *_cells(row)] for row in evaluation.models]
+    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in (header, *rows)
+    ]
+    # Last, so it is the line a user sees above the prompt.
+    warning = coverage_warning(evaluation)
+    return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
+
+
+def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1) -> str:
+    rule = ["---" if i < left else "--:" for i in range(len(header))]
+    return "\n".join(f"| {' | '.join(line)} |" for line in (header, rule, *rows))
+
+
+def format_markdown(evaluation: Evaluation) -> str:
+    """Lay out results.md: the coverage warning, then per model, per experiment, per round."""
+    per_model = _markdown(
+        ["model", *_COLUMNS],
+        [[row.model, *_cells(row)] for row in (*evaluation.models, evaluation.overall)],
+    )
+    per_experiment = _markdown(
+        ["model", "experiment", *_COLUMNS],
+        [[row.model, row.experiment or "", *_cells(row)] for row in evaluation.experiments],
+        left=2,
+    )
+    rounds = max((len(line.rounds) for line in evaluation.rounds_by_model), default=0)
+    per_round = _markdown(
+        ["model", *(f"round {k}" for k in range(rounds))],
+        [
+            [line.model, *(_fixed(mean.accuracy, 2) for mean in line.rounds)]
+            + [""] * (rounds - len(line.rounds))
+            for line in evaluation.rounds_by_model
+        ],
+    )
+    warning = coverage_warning(evaluation)
+    parts = [
+        f"# {GAME_NAME} results",
+        *([] if warning is None else [f"> **Warning:** {warning}"]),
+        f"## Per model\n\n{per_model}",
+        f"## Per model and experiment\n\n{per_experiment}",
+        "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
+        f"episodes that completed it (aborted ones included).\n\n{per_round}",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _csv(rows: Iterable[Sequence[str]]) -> str:
+    buffer = io.StringIO()
+    # pandas' to_csv: minimal quoting, os.linesep ("\n" where clembench runs)
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _number(value: float | None) -> str:
+    # as pandas writes a float column: the shortest repr, NaN as an empty field
+    return "" if value is None or math.isnan(value) else repr(float(value))
+
+
+def episodes_csv(evaluation: Evaluation) -> str:
+    """Lay out episodes.csv: one row per episode, errored and unscored ones included."""
+    names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY]
+    rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
+    for episode in evaluation.episodes:
+        values = [_number(episode.score(name)) for name in names]
+        kind = episode.error.kind if episode.error is not None else ""
+        rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
+                     *values, kind])  # fmt: skip
+    return _csv(rows)
+
+
+def raw_csv(episodes: Sequence[EpisodeRecord]) -> str:
+    """Lay out clemeval's raw.csv: each scored episode's scores, then each one's Played row."""
+    scored = [episode for episode in sorted(episodes, key=_order) if episode.scores is not None]
+    cells = [
+        (episode, metric, float(value))
+        for episode in scored
+        for metric, value in (episode.scores or {}).items()
+    ]
+    # clemeval appends the inferred Played rows after all recorded scores, not per episode
+    cells += [(episode, PLAYED, 1.0 - episode.score(ABORTED)) for episode in scored]
+    rows = [["", "game", "model", "experiment", "episode", "metric", "value"]]
+    rows += [
+        [str(index), GAME_NAME, episode.model, episode.experiment_folder, episode.episode, metric,
+         _number(value)]
+        for index, (episode, metric, value) in enumerate(cells)
+    ]  # fmt: skip
+    return _csv(rows)
+
+
+def _round2(value: float) -> float:
+    # numpy's rounding (scale, round half to even, unscale), which pandas' round uses
+    return float(np.round(value, 2))
+
+
+def results_csv(episodes: Sequence[EpisodeRecord]) -> str:
+    """Lay out clemeval's results.csv: clemscore, % Played and Quality Score per model."""
+    header = ["", "-, clemscore", "all, Average % Played", "all, Average Quality Score",
+              f"{GAME_NAME}, % Played", f"{GAME_NAME}, Quality Score"]  # fmt: skip
+    rows = [header]
+    scored = [episode for episode in episodes if episode.scores is not None]
+    for model, group in sorted(_groups(scored, lambda episode: episode.model).items()):
+        # clembench's way: the mean of Played over every scored episode and of Main Score
+        # wherever it is not NaN, each rounded; with one game, 'all' averages equal the game's.
+        played = _round2(100 * _mean([1.0 - episode.score(ABORTED) for episode in group]))
+        quality = _round2(_mean(_finite(episode.score(MAIN_SCORE) for episode in group)))
+        clemscore = _round2(played / 100 * quality)
+        rows.append([model, *(_number(v) for v in (clemscore, played, quality, played, quality))])
+    return _csv(rows)
+
+
+def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
+    """Write the evaluation's files into `results_dir`, each atomically; return their paths."""
+    texts = {
+        "results.md": format_markdown(evaluation),
+        "episodes.csv": episodes_csv(evaluation),
+        "raw.csv": raw_csv(evaluation.episodes),
+        "results.csv": results_csv(evaluation.episodes),
+    }
+    written = [results_dir / "results.json"]
+    write_json(written[0], evaluation)
+    for name, text in texts.items():
+        write_text(results_dir / name, text)
+        written.append(results_dir / name)
+    # The plot skips models without a completed round, and draws nothing without any.
+    if any(line.rounds for line in evaluation.rounds_by_model):
+        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.png")
+        written.append(results_dir / "accuracy_by_round.png")
+    return written

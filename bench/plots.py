@@ -1,0 +1,57 @@
+"""Plots of an evaluation, drawn after a run over its records (see `evaluate.py`).
+
+matplotlib is imported inside the function, so `privateshared` starts fast when nothing is
+plotted, and draws on a bare `Figure` with an Agg canvas: no global backend is chosen, no window
+can open, and whoever imports this module keeps their own matplotlib settings.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # evaluate.py imports this module to write its plot
+    from privateshared.bench.evaluate import Evaluation
+
+ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
+
+
+def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
+    """Draw each model's mean accuracy per probing round into a PNG; nothing if no model has one."""
+    lines = [line for line in evaluation.rounds_by_model if line.rounds]
+    if not lines:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=(8, 5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for line in lines:
+        axes.plot(
+            [mean.probe_round for mean in line.rounds],
+            [mean.accuracy for mean in line.rounds],
+            marker="o",
+            label=line.model,
+        )
+    axes.set_title(ACCURACY_TITLE)
+    axes.set_xlabel("probing round")
+    axes.set_ylabel("mean accuracy")
+    axes.set_ylim(-0.03, 1.03)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.grid(True, alpha=0.4)
+    axes.legend()
+
+    # Atomic like every record: a crash leaves the old picture or the new one, never half of one.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            figure.savefig(file, format="png")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,310 @@
+"""Evaluating a run from its records: collecting episodes, aggregating, and the files written.
+
+Most tests read a results folder built by hand with known scores: two models, two experiments,
+aborted episodes, one errored and one unscored. One test evaluates a real oracle and mock run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from privateshared.bench.cli import main
+from privateshared.bench.evaluate import (
+    Aggregate,
+    Evaluation,
+    ResultsError,
+    collect,
+    evaluate,
+    format_table,
+    write_results,
+)
+
+ALPHA = "alpha-t0.0--alpha-t0.0"
+BETA = "beta-t0.0--beta-t0.0"
+TRAVEL = "0_travel-booking"
+JOBS = "1_job-interview"
+NAN = float("nan")
+WARNING = (
+    "1 episode errored and 1 unscored: these scores cover 7 of 9 episodes; "
+    "run the same command again to play them"
+)
+
+
+def _episode(results: Path, model: str, experiment: str, game_id: int) -> Path:
+    folder = results / model / "privateshared" / experiment / f"episode_{game_id}"
+    folder.mkdir(parents=True)
+    (folder / "interactions.json").write_text("{}")  # never read by the evaluation
+    return folder
+
+
+def _scored(
+    results: Path, model: str, experiment: str, game_id: int, main: float | None,
+    rounds: list[float],
+) -> None:  # fmt: skip
+    """An episode with scores.json: played with Main Score `main`, aborted if `main` is None."""
+    folder = _episode(results, model, experiment, game_id)
+    played = main is not None
+    game = {
+        "Middle-Accuracy": 1.0, "Accuracy": 0.9, "Kappa": 0.8, "Truncated Kappa": 0.8,
+        "Slot-Filling-Accuracy": 0.75, "Main Score": main,
+    } if played else dict.fromkeys(
+        ["Middle-Accuracy", "Accuracy", "Kappa", "Truncated Kappa", "Slot-Filling-Accuracy",
+         "Main Score"], NAN,
+    )  # fmt: skip
+    scores = {
+        "turn scores": {
+            str(k): {"Request Count": 5, "Accuracy": accuracy} for k, accuracy in enumerate(rounds)
+        },
+        "episode scores": {
+            **game, "Aborted": 0 if played else 1, "Lose": 1, "Success": 0, "Request Count": 7,
+            "Parsed Request Count": 6, "Violated Request Count": 1, "Request Success Ratio": 6 / 7,
+        },
+    }  # fmt: skip
+    (folder / "scores.json").write_text(json.dumps(scores, allow_nan=True))
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """alpha: 3 played (80, 60, 100), 1 aborted, 1 errored, 1 unscored; beta: 1 played (40),
+    2 aborted."""
+    _scored(tmp_path, ALPHA, TRAVEL, 0, 80.0, [1.0, 0.75])
+    _scored(tmp_path, ALPHA, TRAVEL, 1, 60.0, [0.5, 0.25])
+    _scored(tmp_path, ALPHA, TRAVEL, 2, None, [0.25])  # aborted in round 1
+    _scored(tmp_path, ALPHA, JOBS, 0, 100.0, [1.0, 1.0, 1.0])
+    failure = {
+        "player": "Player 1", "model": "alpha", "kind": "APITimeoutError",
+        "message": "Request timed out.", "tries": 3, "at": "2025-01-01T00:00:00",
+        "request": {"kind": "probe", "round": 0, "slot": "from", "attempt": 1},
+    }  # fmt: skip
+    (_episode(tmp_path, ALPHA, JOBS, 1) / "error.json").write_text(json.dumps(failure))
+    _episode(tmp_path, ALPHA, JOBS, 2)  # interrupted: neither scores nor error
+    _scored(tmp_path, BETA, TRAVEL, 0, None, [])  # aborted in round 0
+    _scored(tmp_path, BETA, TRAVEL, 1, None, [0.5])
+    _scored(tmp_path, BETA, JOBS, 0, 40.0, [0.0, 1.0])
+    return tmp_path
+
+
+@pytest.fixture
+def evaluation(results: Path) -> Evaluation:
+    return evaluate(collect(results))
+
+
+def _row(rows: tuple[Aggregate, ...], model: str, experiment: str | None = None) -> Aggregate:
+    (row,) = [row for row in rows if row.model == model and row.experiment == experiment]
+    return row
+
+
+def test_collect_reads_every_episode_and_its_status(results: Path) -> None:
+    episodes = collect(results)
+    assert [(e.model, e.experiment_folder, e.episode, e.status) for e in episodes] == [
+        (ALPHA, TRAVEL, "episode_0", "played"),
+        (ALPHA, TRAVEL, "episode_1", "played"),
+        (ALPHA, TRAVEL, "episode_2", "aborted"),
+        (ALPHA, JOBS, "episode_0", "played"),
+        (ALPHA, JOBS, "episode_1", "errored"),
+        (ALPHA, JOBS, "episode_2", "unscored"),
+        (BETA, TRAVEL, "episode_0", "aborted"),
+        (BETA, TRAVEL, "episode_1", "aborted"),
+        (BETA, JOBS, "episode_0", "played"),
+    ]
+    errored = episodes[4]
+    assert errored.experiment == "job-interview" and errored.game_id == 1
+    assert errored.error is not None and errored.error.kind == "APITimeoutError"
+    assert errored.scores is None and math.isnan(errored.score("Main Score"))
+    assert episodes[2].round_accuracy == {0: 0.25}
+
+
+def test_played_excludes_errored_and_unscored_from_the_denominator(
+    evaluation: Evaluation,
+) -> None:
+    alpha = _row(evaluation.models, ALPHA)
+    counts = (alpha.episodes, alpha.played, alpha.aborted, alpha.errored, alpha.unscored)
+    assert counts == (6, 3, 1, 1, 1)
+    assert alpha.percent_played == 75.0  # 3 of 4 decided, not 3 of 6
+    assert alpha.quality_score == 80.0
+    assert alpha.quality_score_std == 20.0  # sample std of 80, 60, 100 (population: 16.33)
+    assert alpha.clemscore == 60.0
+    assert (alpha.accuracy, alpha.kappa, alpha.slot_filling_accuracy) == pytest.approx(
+        (0.9, 0.8, 0.75)
+    )
+    assert alpha.middle_accuracy == 1.0
+
+
+def test_aggregates_per_experiment_and_overall(evaluation: Evaluation) -> None:
+    beta = _row(evaluation.models, BETA)
+    assert beta.percent_played == pytest.approx(100 / 3)
+    assert beta.quality_score == 40.0
+    assert math.isnan(beta.quality_score_std)  # one played episode
+    assert beta.clemscore == pytest.approx(40 / 3)
+    travel = _row(evaluation.experiments, ALPHA, "travel-booking")
+    assert (travel.played, travel.aborted, travel.quality_score) == (2, 1, 70.0)
+    assert travel.quality_score_std == pytest.approx(math.sqrt(200))
+    jobs = _row(evaluation.experiments, ALPHA, "job-interview")
+    assert (jobs.episodes, jobs.percent_played, jobs.clemscore) == (3, 100.0, 100.0)
+    nothing_played = _row(evaluation.experiments, BETA, "travel-booking")
+    assert nothing_played.percent_played == 0.0
+    assert math.isnan(nothing_played.quality_score) and math.isnan(nothing_played.clemscore)
+    overall = evaluation.overall
+    assert (overall.episodes, overall.played, overall.aborted) == (9, 4, 3)
+    assert overall.percent_played == pytest.approx(400 / 7)
+    assert overall.quality_score == 70.0
+    assert overall.clemscore == pytest.approx(40.0)
+
+
+def test_round_accuracy_counts_the_rounds_each_episode_completed(evaluation: Evaluation) -> None:
+    (alpha,) = [line for line in evaluation.rounds_by_model if line.model == ALPHA]
+    means = [(mean.probe_round, mean.accuracy, mean.episodes) for mean in alpha.rounds]
+    assert means == [(0, 0.6875, 4), (1, 2 / 3, 3), (2, 1.0, 1)]
+    (beta_travel,) = [
+        line for line in evaluation.rounds_by_experiment
+        if (line.model, line.experiment) == (BETA, "travel-booking")
+    ]  # fmt: skip
+    assert [(mean.probe_round, mean.accuracy) for mean in beta_travel.rounds] == [(0, 0.5)]
+
+
+def test_raw_csv_has_clemevals_shape(results: Path, evaluation: Evaluation) -> None:
+    write_results(results, evaluation)
+    lines = (results / "raw.csv").read_text().splitlines()
+    assert lines[0] == ",game,model,experiment,episode,metric,value"
+    assert lines[1] == f"0,privateshared,{ALPHA},{TRAVEL},episode_0,Middle-Accuracy,1.0"
+    assert lines[6] == f"5,privateshared,{ALPHA},{TRAVEL},episode_0,Main Score,80.0"
+    assert lines[7] == f"6,privateshared,{ALPHA},{TRAVEL},episode_0,Aborted,0.0"
+    # The aborted episode: its NaN Main Score is an empty field.
+    assert lines[32] == f"31,privateshared,{ALPHA},{TRAVEL},episode_2,Main Score,"
+    # 7 scored episodes x 13 scores, then clemeval's inferred Played rows, one per episode.
+    assert lines[92] == f"91,privateshared,{ALPHA},{TRAVEL},episode_0,Played,1.0"
+    assert lines[94] == f"93,privateshared,{ALPHA},{TRAVEL},episode_2,Played,0.0"
+    assert len(lines) == 1 + 7 * 14
+    assert f"{JOBS},episode_1," not in "\n".join(lines)  # errored: no scores, as in clembench
+    assert f"{JOBS},episode_2," not in "\n".join(lines)  # unscored
+
+
+def test_results_csv_has_clemevals_shape(results: Path, evaluation: Evaluation) -> None:
+    write_results(results, evaluation)
+    assert (results / "results.csv").read_text().splitlines() == [
+        ',"-, clemscore","all, Average % Played","all, Average Quality Score",'
+        '"privateshared, % Played","privateshared, Quality Score"',
+        f"{ALPHA},60.0,75.0,80.0,75.0,80.0",
+        f"{BETA},13.33,33.33,40.0,33.33,40.0",
+    ]
+
+
+def test_episodes_csv_keeps_errored_and_unscored_episodes(
+    results: Path, evaluation: Evaluation
+) -> None:
+    write_results(results, evaluation)
+    lines = (results / "episodes.csv").read_text().splitlines()
+    assert lines[0] == (
+        "model,experiment,episode,status,Main Score,Accuracy,Kappa,Slot-Filling-Accuracy,error kind"
+    )
+    assert len(lines) == 1 + 9
+    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75," in lines
+    assert f"{ALPHA},{JOBS},episode_1,errored,,,,,APITimeoutError" in lines
+    assert f"{ALPHA},{JOBS},episode_2,unscored,,,,," in lines
+
+
+def test_results_md_and_table_warn_about_missing_episodes(
+    results: Path, evaluation: Evaluation
+) -> None:
+    written = write_results(results, evaluation)
+    assert [path.name for path in written] == [
+        "results.json", "results.md", "episodes.csv", "raw.csv", "results.csv",
+        "accuracy_by_round.png",
+    ]  # fmt: skip
+    markdown = (results / "results.md").read_text()
+    assert f"> **Warning:** {WARNING}" in markdown
+    assert markdown.index(WARNING) < markdown.index("| model |")
+    assert f"| {ALPHA} | 6 | 3 | 1 | 1 | 1 | 75.0 | 80.00 ± 20.00 | 60.00 |" in markdown
+    assert f"| {BETA} | 0.25 | 1.00 |  |" in markdown  # per round; beta never reached round 2
+    table = format_table(evaluation).splitlines()
+    assert table[1].split() == [ALPHA, "6", "3", "1", "1", "1", "75.0", "80.00", "±", "20.00",
+                                "60.00"]  # fmt: skip
+    assert table[-1] == f"warning: {WARNING}"
+
+
+def test_no_warning_when_every_episode_is_scored(results: Path) -> None:
+    complete = evaluate([e for e in collect(results) if e.status in ("played", "aborted")])
+    assert "warning" not in format_table(complete)
+    write_results(results, complete)
+    assert "Warning" not in (results / "results.md").read_text()
+
+
+def test_results_json_and_png(results: Path, evaluation: Evaluation) -> None:
+    write_results(results, evaluation)
+    saved = json.loads((results / "results.json").read_text())
+    assert Evaluation.model_validate(saved).models[0].quality_score_std == 20.0
+    assert math.isnan(saved["models"][1]["quality_score_std"])  # NaN kept, as in scores.json
+    assert (results / "accuracy_by_round.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [path.name for path in results.iterdir() if path.name.endswith(".tmp")]
+
+
+def test_no_plot_without_a_completed_round(tmp_path: Path) -> None:
+    _scored(tmp_path, BETA, TRAVEL, 0, None, [])
+    written = write_results(tmp_path, evaluate(collect(tmp_path)))
+    assert "accuracy_by_round.png" not in [path.name for path in written]
+    assert not (tmp_path / "accuracy_by_round.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "cannot read it"),
+        ('{"episode scores": {}}', "turn scores: Field required"),
+        ('{"turn scores": {}, "episode scores": {"Main Score": 1}}', 'no "Aborted" of 0 or 1'),
+    ],
+    ids=["not-json", "no-turn-scores", "no-aborted"],
+)
+def test_a_bad_scores_file_names_itself_in_one_line(
+    results: Path, content: str, expected: str
+) -> None:
+    broken = results / BETA / "privateshared" / JOBS / "episode_0" / "scores.json"
+    broken.write_text(content)
+    with pytest.raises(ResultsError) as caught:
+        collect(results)
+    message = str(caught.value)
+    assert message.startswith(f"{broken}: ") and expected in message and "\n" not in message
+
+
+def test_a_bad_error_file_names_itself(results: Path) -> None:
+    broken = results / ALPHA / "privateshared" / JOBS / "episode_1" / "error.json"
+    broken.write_text('{"player": "Player 1"}')
+    with pytest.raises(ResultsError, match=r"error\.json: model: Field required"):
+        collect(results)
+
+
+@pytest.mark.parametrize("make", ["empty", "missing", "other-game"])
+def test_a_folder_without_episodes_gives_one_line(tmp_path: Path, make: str) -> None:
+    folder = tmp_path / "records"
+    if make != "missing":
+        folder.mkdir()
+    if make == "other-game":  # episodes of another clembench game are not ours
+        (folder / ALPHA / "taboo" / "0_high" / "episode_0").mkdir(parents=True)
+    with pytest.raises(ResultsError) as caught:
+        collect(folder)
+    message = str(caught.value)
+    assert message.startswith(f"{folder}: ") and "\n" not in message
+
+
+def test_a_real_run_evaluates_oracle_perfectly(tmp_path: Path) -> None:
+    records = tmp_path / "records"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["run", "--results-dir", str(records)]) == 0
+    evaluation = evaluate(collect(records))
+    oracle = _row(evaluation.models, "oracle-t0.0--oracle-t0.0")
+    assert (oracle.episodes, oracle.played, oracle.errored, oracle.unscored) == (20, 20, 0, 0)
+    assert (oracle.percent_played, oracle.quality_score, oracle.clemscore) == (100, 100, 100)
+    (rounds,) = [line for line in evaluation.rounds_by_model if line.model == oracle.model]
+    assert len(rounds.rounds) == 6 and all(mean.accuracy == 1.0 for mean in rounds.rounds)
+    mock = _row(evaluation.models, "mock-t0.0--mock-t0.0")
+    assert mock.played + mock.aborted == 20 and 0 < mock.aborted < 20
+    write_results(records, evaluation)
+    assert (
+        "oracle-t0.0--oracle-t0.0,100.0,100.0,100.0,100.0,100.0"
+        in (records / "results.csv").read_text().splitlines()
+    )
