@@ -93,6 +93,9 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._served = 0
+        self._in_flight = 0
+        self.max_in_flight = 0
+        """The most chat requests the server was handling at once."""
         # Set on exit: cuts delays short, so stopping never waits for a sleeping handler.
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -145,7 +148,7 @@ class FakeOpenAI:
         text = "" if fault is not None else self.reply(body.get("messages", []))
         entry = {
             "body": body, "headers": headers, "completion_id": f"chatcmpl-fake-{number}",
-            "reply": text, "fault": fault,
+            "reply": text, "fault": fault, "arrived": time.monotonic(),
         }  # fmt: skip
         with self._lock:
             self._requests.append(entry)
@@ -232,6 +235,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error(f"body is not JSON: {error}", "invalid_request_error"))
             return
         fake = self.server.fake
+        with fake._lock:
+            fake._in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+        try:
+            self._answer(fake, body)
+        finally:
+            with fake._lock:
+                fake._in_flight -= 1
+
+    def _answer(self, fake: FakeOpenAI, body: dict[str, Any]) -> None:
         headers = {name.lower(): value for name, value in self.headers.items()}
         try:
             # Recorded on arrival, so a test also sees the requests whose client gave up.
