@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import itertools
+import zlib
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -127,23 +128,34 @@ def message_text(message: BaseMessage) -> str:
     return "".join(parts)
 
 
+CONNECTION_POOLS = 4
+"""HTTP connection pools per model. httpcore checks every pooled connection each time a request
+starts or ends, so one pool serving a hundred concurrent calls spends milliseconds of CPU per
+call; episodes spread over a few pools keep each pool small."""
+
+
 class ChatModelPlayer:
     """Sends the request's messages to a chat model and returns its reply as it came."""
 
     def __init__(self, spec: ModelSpec, key: SecretStr) -> None:
         self.spec = spec
-        self._chat = ChatOpenAI(
-            model=spec.model,
-            base_url=spec.base_url,
-            api_key=key,
-            temperature=spec.temperature,
-            timeout=spec.timeout,
-            max_retries=0,  # retried below, where the tries are counted for error.json
-            # Watching a graph in messages mode (Studio does) would switch ChatOpenAI to
-            # streaming, whose replies lose the completion id and usage: records of one episode
-            # would then depend on who watched it. Whole replies keep them identical.
-            disable_streaming=True,
+        self._chats = tuple(
+            ChatOpenAI(
+                model=spec.model,
+                base_url=spec.base_url,
+                api_key=key,
+                temperature=spec.temperature,
+                timeout=spec.timeout,
+                max_retries=0,  # retried below, where the tries are counted for error.json
+                # Watching a graph in messages mode (Studio does) would switch ChatOpenAI to
+                # streaming, whose replies lose the completion id and usage: records of one
+                # episode would then depend on who watched it. Whole replies keep them identical.
+                disable_streaming=True,
+                http_async_client=openai.DefaultAsyncHttpxClient(),
+            )
+            for _ in range(CONNECTION_POOLS)
         )
+        self._chat = self._chats[0]
 
     @property
     def name(self) -> str:
@@ -155,9 +167,12 @@ class ChatModelPlayer:
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
         messages = [message.model_dump() for message in request.messages]
+        # An episode's calls share one pool, so its connections stay warm between turns.
+        episode = f"{request.instance.experiment}/{request.instance.game_id}"
+        chat = self._chats[zlib.crc32(episode.encode()) % len(self._chats)]
         for tries in itertools.count(1):
             try:
-                reply = await self._chat.ainvoke(messages)
+                reply = await chat.ainvoke(messages)
             except Exception as error:
                 if not is_transient(error) or tries > self.spec.max_retries:
                     raise self._failure(error, tries) from error

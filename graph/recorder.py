@@ -276,6 +276,9 @@ def write_episode(
         (folder / marker).unlink(missing_ok=True)
     write_json(folder / "instance.json", instance_spec)
     write_json(folder / "interactions.json", interactions)
-    write_json(folder / "requests.json", [call.model_dump(mode="python") for call in calls])
+    # One call per line: the file holds every prompt in full, and json's C encoder, which
+    # writes it several times faster than the indenting one, only writes single lines.
+    lines = (json.dumps(call.model_dump(mode="python"), ensure_ascii=False) for call in calls)
+    write_text(folder / "requests.json", "[\n" + ",\n".join(lines) + "\n]\n")
     last = SCORES_FILE if isinstance(outcome, EpisodeScores) else ERROR_FILE
     write_json(folder / last, outcome)
