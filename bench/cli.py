@@ -29,17 +29,11 @@ from privateshared.agents.registry import (
 )
 from privateshared.agents.replay import ReplayError
 from privateshared.agents.throttle import ThrottledPlayer
-from privateshared.bench.evaluate import (
-    Evaluation,
-    ResultsError,
-    collect,
-    evaluate,
-    format_table,
-    write_results,
-)
+from privateshared.bench.evaluate import Evaluation, ResultsError, collect, evaluate
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.replay import find_recorded_episodes, replay_episode
 from privateshared.bench.rescore import RecordsError, rescore
+from privateshared.bench.results import format_table, write_results
 from privateshared.bench.run import (
     Finished,
     Playable,
@@ -48,7 +42,7 @@ from privateshared.bench.run import (
     remove_partial_writes,
     run_episodes,
 )
-from privateshared.bench.transcripts import TranscriptError, write_transcripts
+from privateshared.bench.transcripts import INDEX_FILE, TranscriptError, write_transcripts
 from privateshared.domains.instances import (
     DEFAULT_PER_DOMAIN,
     DEFAULT_SEED,
@@ -136,6 +130,16 @@ def _parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="re-score a results folder from its interactions")
     score.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
+
+    evaluation = commands.add_parser(
+        "eval", help="aggregate a results folder: tables (md, csv, json), clembench's csv, plot"
+    )
+    evaluation.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
+
+    transcribe = commands.add_parser(
+        "transcribe", help="write transcript.html per episode and an index.html"
+    )
+    transcribe.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
 
     replay = commands.add_parser("replay", help="replay clembench records and compare scores")
     replay.add_argument("source", type=Path, help="a clembench results folder")
@@ -279,14 +283,34 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(results_dir: Path) -> Evaluation:
+def _report(results_dir: Path) -> None:
     """Evaluate the results folder, write its tables, plot and transcripts, print the table."""
-    evaluation = evaluate(collect(results_dir))
-    write_results(results_dir, evaluation)
+    _evaluate(results_dir)
     write_transcripts(results_dir)
+    print(f"transcripts: open {results_dir / INDEX_FILE}")
+
+
+def _evaluate(results_dir: Path) -> Evaluation:
+    if not results_dir.is_dir():
+        raise UsageError(f"{results_dir}: not a folder; pass a results folder such as records/")
+    evaluation = evaluate(collect(results_dir))
+    written = write_results(results_dir, evaluation)
     print(format_table(evaluation))
-    print(f"\nrecords, results and transcripts: {results_dir}/ (open {results_dir}/index.html)")
+    print(f"\nresults: {', '.join(path.name for path in written)} in {results_dir}/")
     return evaluation
+
+
+def _eval(args: argparse.Namespace) -> int:
+    _evaluate(args.results_dir)
+    return 0
+
+
+def _transcribe(args: argparse.Namespace) -> int:
+    if not args.results_dir.is_dir():
+        raise UsageError(f"{args.results_dir}: not a folder; pass a results folder")
+    written = write_transcripts(args.results_dir)
+    print(f"wrote {len(written) - 1} transcripts; open {args.results_dir / INDEX_FILE}")
+    return 0
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -348,8 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = _parser().parse_args(argv)
     handlers = {
-        "run": _run, "score": _score, "replay": _replay, "instances": _instances,
-        "domains": _domains_check,
+        "run": _run, "score": _score, "eval": _eval, "transcribe": _transcribe,
+        "replay": _replay, "instances": _instances, "domains": _domains_check,
     }  # fmt: skip
     try:
         return handlers[args.command](args)
@@ -366,6 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    except OSError as error:  # a folder that cannot be written, a disk that is full
+        where = error.filename or "a file"
+        print(f"privateshared: error: cannot write {where} ({error.strerror}); "
+              "check the folder's permissions and free space", file=sys.stderr)  # fmt: skip
+        return 2
     except KeyboardInterrupt:
         print("privateshared: interrupted; finished episodes are kept", file=sys.stderr)
         return 130

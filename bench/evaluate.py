@@ -1,10 +1,9 @@
 """After a run, over its records: read every episode folder back and evaluate the benchmark.
 
-`collect` reads what a run left in each episode folder (scores.json, error.json or neither),
+`collect` reads what a run left in each episode folder (scores.json, error.json or neither) and
 `evaluate` aggregates the episodes at clembench's three levels (dataset, episode, turn: here a
-probing round) and `write_results` writes the tables: ours (results.json, results.md,
-episodes.csv, accuracy_by_round.png) and clembench's own raw.csv and results.csv, shaped as
-clemcore's clemeval writes them, so a run can sit next to published clembench results.
+probing round) into an `Evaluation`. This module holds the reading and the numbers;
+results.py writes them out as tables, ours and clembench's.
 
 An errored episode (the infrastructure failed) or an unscored one (the run was interrupted) is
 neither played nor aborted: it stays out of % Played, but is always counted and shown.
@@ -12,8 +11,6 @@ neither played nor aborted: it stays out of % Played, but is always counted and 
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import statistics
@@ -21,11 +18,8 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from privateshared.bench.plots import plot_accuracy_by_round
-from privateshared.graph.recorder import write_json, write_text
 from privateshared.graph.records import (
     ABORTED,
     ACCURACY,
@@ -44,8 +38,6 @@ EpisodeStatus = Literal["played", "aborted", "errored", "unscored"]
 SCORES_FILE = "scores.json"
 ERROR_FILE = "error.json"
 ALL_MODELS = "all"
-PLAYED = "Played"
-"""clemeval's metric inferred from Aborted (1 - Aborted); games never record it."""
 NAN = float("nan")
 
 
@@ -235,7 +227,8 @@ def read_episode(folder: Path) -> EpisodeRecord:
     )
 
 
-def _order(episode: EpisodeRecord) -> tuple[str, int, str, int]:
+def episode_order(episode: EpisodeRecord) -> tuple[str, int, str, int]:
+    """Sort key: model, then experiment index, experiment name and game id."""
     index = episode.experiment_folder.partition("_")[0]
     return episode.model, int(index) if index.isdigit() else -1, episode.experiment, episode.game_id
 
@@ -250,17 +243,19 @@ def collect(results_dir: Path) -> list[EpisodeRecord]:
         raise ResultsError(
             f"{results_dir}: no episode folders ({pattern}); pass the --results-dir of a run"
         )
-    return sorted((read_episode(folder) for folder in folders), key=_order)
+    return sorted((read_episode(folder) for folder in folders), key=episode_order)
 
 
 # Aggregating
 
 
-def _finite(values: Iterable[float]) -> list[float]:
+def finite(values: Iterable[float]) -> list[float]:
+    """Leave out the NaNs."""
     return [value for value in values if not math.isnan(value)]
 
 
-def _mean(values: Sequence[float]) -> float:
+def mean(values: Sequence[float]) -> float:
+    """Average `values`; NaN when there are none."""
     # fsum: as exact as pandas' compensated (Kahan) group means, so roundings agree with clembench
     return math.fsum(values) / len(values) if values else NAN
 
@@ -273,12 +268,12 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
     played = [episode for episode in episodes if episode.status == "played"]
 
     def mean_of(name: str) -> float:
-        return _mean(_finite(episode.score(name) for episode in played))
+        return mean(finite(episode.score(name) for episode in played))
 
-    main_scores = _finite(episode.score(MAIN_SCORE) for episode in played)
+    main_scores = finite(episode.score(MAIN_SCORE) for episode in played)
     decided = count["played"] + count["aborted"]
     percent_played = 100 * count["played"] / decided if decided else NAN
-    quality = _mean(main_scores)
+    quality = mean(main_scores)
     return Aggregate(
         model=model,
         experiment=experiment,
@@ -307,7 +302,7 @@ def round_accuracy(
         for probe_round, value in episode.round_accuracy.items():
             by_round.setdefault(probe_round, []).append(value)
     rounds = tuple(
-        RoundMean(probe_round=k, accuracy=_mean(values), episodes=len(values))
+        RoundMean(probe_round=k, accuracy=mean(values), episodes=len(values))
         for k, values in sorted(by_round.items())
     )
     return RoundAccuracy(model=model, experiment=experiment, rounds=rounds)
@@ -316,9 +311,10 @@ def round_accuracy(
 _Key = TypeVar("_Key", bound=Hashable)
 
 
-def _groups(
+def group_episodes(
     episodes: Sequence[EpisodeRecord], key: Callable[[EpisodeRecord], _Key]
 ) -> dict[_Key, list[EpisodeRecord]]:
+    """Group episodes by `key`, each group in the given order, groups in order of first sight."""
     groups: dict[_Key, list[EpisodeRecord]] = {}
     for episode in episodes:
         groups.setdefault(key(episode), []).append(episode)
@@ -327,9 +323,9 @@ def _groups(
 
 def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
     """Evaluate episodes per model, per model and experiment, and over all models."""
-    ordered = sorted(episodes, key=_order)
-    by_model = _groups(ordered, lambda episode: episode.model)
-    by_experiment = _groups(ordered, lambda episode: (episode.model, episode.experiment))
+    ordered = sorted(episodes, key=episode_order)
+    by_model = group_episodes(ordered, lambda episode: episode.model)
+    by_experiment = group_episodes(ordered, lambda episode: (episode.model, episode.experiment))
     return Evaluation(
         models=tuple(aggregate(group, model, None) for model, group in by_model.items()),
         experiments=tuple(
@@ -344,179 +340,3 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
             for (model, experiment), group in by_experiment.items()
         ),
     )
-
-
-# Writing the tables
-
-
-def coverage_warning(evaluation: Evaluation) -> str | None:
-    """Say how many episodes the scores leave out, in one line; None when they cover all."""
-    overall = evaluation.overall
-    missing = [
-        (n, word) for n, word in ((overall.errored, "errored"), (overall.unscored, "unscored")) if n
-    ]
-    if not missing:
-        return None
-    (first, word), *rest = missing
-    text = f"{first} episode{'' if first == 1 else 's'} {word}"
-    text += "".join(f" and {n} {other}" for n, other in rest)
-    covered = overall.played + overall.aborted
-    return (
-        f"{text}: these scores cover {covered} of {overall.episodes} episodes; "
-        "run the same command again to play them"
-    )
-
-
-def _fixed(value: float, digits: int) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-_COLUMNS = ["episodes", "played", "aborted", "errored", "unscored", "% Played",
-            "Quality Score ± std", "clemscore"]  # fmt: skip
-
-
-def _cells(row: Aggregate) -> list[str]:
-    """The cells of `_COLUMNS`; the std is left out where it is undefined (one played episode)."""
-    quality = _fixed(row.quality_score, 2)
-    if not math.isnan(row.quality_score_std):
-        quality += f" ± {row.quality_score_std:.2f}"
-    counts = (row.episodes, row.played, row.aborted, row.errored, row.unscored)
-    return [*map(str, counts), _fixed(row.percent_played, 1), quality, _fixed(row.clemscore, 2)]
-
-
-def format_table(evaluation: Evaluation) -> str:
-    """Lay out the per-model table for the terminal, the coverage warning last if any."""
-    header = ["model", *(column.lower() for column in _COLUMNS)]
-    rows = [[row.model, *_cells(row)] for row in evaluation.models]
-    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
-        ).rstrip()
-        for line in (header, *rows)
-    ]
-    # Last, so it is the line a user sees above the prompt.
-    warning = coverage_warning(evaluation)
-    return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
-
-
-def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1) -> str:
-    rule = ["---" if i < left else "--:" for i in range(len(header))]
-    return "\n".join(f"| {' | '.join(line)} |" for line in (header, rule, *rows))
-
-
-def format_markdown(evaluation: Evaluation) -> str:
-    """Lay out results.md: the coverage warning, then per model, per experiment, per round."""
-    per_model = _markdown(
-        ["model", *_COLUMNS],
-        [[row.model, *_cells(row)] for row in (*evaluation.models, evaluation.overall)],
-    )
-    per_experiment = _markdown(
-        ["model", "experiment", *_COLUMNS],
-        [[row.model, row.experiment or "", *_cells(row)] for row in evaluation.experiments],
-        left=2,
-    )
-    rounds = max((len(line.rounds) for line in evaluation.rounds_by_model), default=0)
-    per_round = _markdown(
-        ["model", *(f"round {k}" for k in range(rounds))],
-        [
-            [line.model, *(_fixed(mean.accuracy, 2) for mean in line.rounds)]
-            + [""] * (rounds - len(line.rounds))
-            for line in evaluation.rounds_by_model
-        ],
-    )
-    warning = coverage_warning(evaluation)
-    parts = [
-        f"# {GAME_NAME} results",
-        *([] if warning is None else [f"> **Warning:** {warning}"]),
-        f"## Per model\n\n{per_model}",
-        f"## Per model and experiment\n\n{per_experiment}",
-        "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
-        f"episodes that completed it (aborted ones included).\n\n{per_round}",
-    ]
-    return "\n\n".join(parts) + "\n"
-
-
-def _csv(rows: Iterable[Sequence[str]]) -> str:
-    buffer = io.StringIO()
-    # pandas' to_csv: minimal quoting, os.linesep ("\n" where clembench runs)
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    return buffer.getvalue()
-
-
-def _number(value: float | None) -> str:
-    # as pandas writes a float column: the shortest repr, NaN as an empty field
-    return "" if value is None or math.isnan(value) else repr(float(value))
-
-
-def episodes_csv(evaluation: Evaluation) -> str:
-    """Lay out episodes.csv: one row per episode, errored and unscored ones included."""
-    names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY]
-    rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
-    for episode in evaluation.episodes:
-        values = [_number(episode.score(name)) for name in names]
-        kind = episode.error.kind if episode.error is not None else ""
-        rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
-                     *values, kind])  # fmt: skip
-    return _csv(rows)
-
-
-def raw_csv(episodes: Sequence[EpisodeRecord]) -> str:
-    """Lay out clemeval's raw.csv: each scored episode's scores, then each one's Played row."""
-    scored = [episode for episode in sorted(episodes, key=_order) if episode.scores is not None]
-    cells = [
-        (episode, metric, float(value))
-        for episode in scored
-        for metric, value in (episode.scores or {}).items()
-    ]
-    # clemeval appends the inferred Played rows after all recorded scores, not per episode
-    cells += [(episode, PLAYED, 1.0 - episode.score(ABORTED)) for episode in scored]
-    rows = [["", "game", "model", "experiment", "episode", "metric", "value"]]
-    rows += [
-        [str(index), GAME_NAME, episode.model, episode.experiment_folder, episode.episode, metric,
-         _number(value)]
-        for index, (episode, metric, value) in enumerate(cells)
-    ]  # fmt: skip
-    return _csv(rows)
-
-
-def _round2(value: float) -> float:
-    # numpy's rounding (scale, round half to even, unscale), which pandas' round uses
-    return float(np.round(value, 2))
-
-
-def results_csv(episodes: Sequence[EpisodeRecord]) -> str:
-    """Lay out clemeval's results.csv: clemscore, % Played and Quality Score per model."""
-    header = ["", "-, clemscore", "all, Average % Played", "all, Average Quality Score",
-              f"{GAME_NAME}, % Played", f"{GAME_NAME}, Quality Score"]  # fmt: skip
-    rows = [header]
-    scored = [episode for episode in episodes if episode.scores is not None]
-    for model, group in sorted(_groups(scored, lambda episode: episode.model).items()):
-        # clembench's way: the mean of Played over every scored episode and of Main Score
-        # wherever it is not NaN, each rounded; with one game, 'all' averages equal the game's.
-        played = _round2(100 * _mean([1.0 - episode.score(ABORTED) for episode in group]))
-        quality = _round2(_mean(_finite(episode.score(MAIN_SCORE) for episode in group)))
-        clemscore = _round2(played / 100 * quality)
-        rows.append([model, *(_number(v) for v in (clemscore, played, quality, played, quality))])
-    return _csv(rows)
-
-
-def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
-    """Write the evaluation's files into `results_dir`, each atomically; return their paths."""
-    texts = {
-        "results.md": format_markdown(evaluation),
-        "episodes.csv": episodes_csv(evaluation),
-        "raw.csv": raw_csv(evaluation.episodes),
-        "results.csv": results_csv(evaluation.episodes),
-    }
-    written = [results_dir / "results.json"]
-    write_json(written[0], evaluation)
-    for name, text in texts.items():
-        write_text(results_dir / name, text)
-        written.append(results_dir / name)
-    # The plot skips models without a completed round, and draws nothing without any.
-    if any(line.rounds for line in evaluation.rounds_by_model):
-        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.png")
-        written.append(results_dir / "accuracy_by_round.png")
-    return written

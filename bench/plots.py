@@ -1,4 +1,4 @@
-"""Plots of an evaluation, drawn after a run over its records (see `evaluate.py`).
+"""Plots of an evaluation, drawn after a run over its records (results.py writes them).
 
 matplotlib is imported inside the function, so `privateshared` starts fast when nothing is
 plotted, and draws on a bare `Figure` with an Agg canvas: no global backend is chosen, no window
@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # evaluate.py imports this module to write its plot
-    from privateshared.bench.evaluate import Evaluation
+from privateshared.bench.evaluate import Evaluation
 
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
 

@@ -90,8 +90,12 @@ def call_failure(
     )  # fmt: skip
 
 
-def instruct_answerer(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
-    """Open the dialogue with the initial prompt and the pseudo answer `Ok.`."""
+async def instruct_answerer(
+    state: EpisodeState, runtime: Runtime[GameContext]
+) -> dict[str, object]:
+    """Open the dialogue with the initial prompt and the pseudo answer `Ok.`.
+
+    Async although it awaits nothing: a sync node would cost a thread-pool hop per episode."""
     if state.dialogue or state.probe_rounds:
         # With a checkpointer (Studio), a second run on a thread would inherit the first
         # episode's state; say so rather than play a mixture of two episodes.

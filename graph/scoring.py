@@ -153,7 +153,9 @@ def is_nan(value: ScoreValue) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def score_episode(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
-    """Score the finished episode from the records its state gives."""
+async def score_episode(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
+    """Score the finished episode from the records its state gives.
+
+    Async although it awaits nothing: a sync node would cost a thread-pool hop per episode."""
     interactions, _ = build_records(state, describe_players(game_context(runtime)))
     return {"scores": score_interactions(interactions)}

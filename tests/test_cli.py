@@ -172,3 +172,29 @@ def test_json_writes_are_atomic(tmp_path: Path) -> None:
         write_json(path, {"a": object()})  # type: ignore[dict-item]
     assert json.loads(path.read_text())["a"] == 1  # the old file is intact
     assert [p.name for p in tmp_path.iterdir()] == ["scores.json"]  # no temporary file is left
+
+
+def test_eval_and_transcribe_commands(
+    run_dir: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    results, _ = run_dir
+    for name in ("results.md", "index.html"):
+        (results / name).unlink()
+    assert main(["eval", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "oracle-t0.0--oracle-t0.0" in out and (results / "results.md").is_file()
+    assert main(["transcribe", str(results)]) == 0
+    assert "wrote 40 transcripts" in capsys.readouterr().out
+    assert (results / "index.html").is_file()
+
+
+def test_eval_of_a_folder_it_cannot_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    results = tmp_path / "records"
+    assert main(["run", "--model", "oracle", "--experiment", "travel-booking",
+                 "--results-dir", str(results)]) == 0  # fmt: skip
+    capsys.readouterr()
+    (results / "results.md").unlink()
+    (results / "results.md").mkdir()  # writing there now fails
+    assert main(["eval", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write" in err and "Traceback" not in err

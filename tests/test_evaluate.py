@@ -15,15 +15,8 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.evaluate import (
-    Aggregate,
-    Evaluation,
-    ResultsError,
-    collect,
-    evaluate,
-    format_table,
-    write_results,
-)
+from privateshared.bench.evaluate import Aggregate, Evaluation, ResultsError, collect, evaluate
+from privateshared.bench.results import format_table, write_results
 
 ALPHA = "alpha-t0.0--alpha-t0.0"
 BETA = "beta-t0.0--beta-t0.0"

@@ -18,7 +18,8 @@ from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.transcripts import TranscriptError, render_transcript, write_transcripts
+from privateshared.bench.transcript_page import render_transcript
+from privateshared.bench.transcripts import TranscriptError, write_transcripts
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import write_json

@@ -1,0 +1,216 @@
+"""After a run, over its evaluation: write the result files and the terminal table.
+
+`write_results` writes what `evaluate` (evaluate.py) made of a run's records: our tables
+(results.json, results.md, episodes.csv, accuracy_by_round.png) and clembench's own raw.csv and
+results.csv, shaped as clemcore's clemeval writes them, so a run can sit next to published
+clembench results. `format_table` lays out the per-model table the CLI prints. Both end with
+`coverage_warning` when errored or unscored episodes are left out of the scores.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from privateshared.bench.evaluate import (
+    Aggregate,
+    EpisodeRecord,
+    Evaluation,
+    episode_order,
+    finite,
+    group_episodes,
+    mean,
+)
+from privateshared.bench.plots import plot_accuracy_by_round
+from privateshared.graph.recorder import write_json, write_text
+from privateshared.graph.records import (
+    ABORTED,
+    ACCURACY,
+    GAME_NAME,
+    KAPPA,
+    MAIN_SCORE,
+    SLOT_FILLING_ACCURACY,
+)
+
+PLAYED = "Played"
+"""clemeval's metric inferred from Aborted (1 - Aborted); games never record it."""
+
+
+def coverage_warning(evaluation: Evaluation) -> str | None:
+    """Say how many episodes the scores leave out, in one line; None when they cover all."""
+    overall = evaluation.overall
+    missing = [
+        (n, word) for n, word in ((overall.errored, "errored"), (overall.unscored, "unscored")) if n
+    ]
+    if not missing:
+        return None
+    (first, word), *rest = missing
+    text = f"{first} episode{'' if first == 1 else 's'} {word}"
+    text += "".join(f" and {n} {other}" for n, other in rest)
+    covered = overall.played + overall.aborted
+    return (
+        f"{text}: these scores cover {covered} of {overall.episodes} episodes; "
+        "run the same command again to play them"
+    )
+
+
+def _fixed(value: float, digits: int) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+_COLUMNS = ["episodes", "played", "aborted", "errored", "unscored", "% Played",
+            "Quality Score ± std", "clemscore"]  # fmt: skip
+
+
+def _cells(row: Aggregate) -> list[str]:
+    """The cells of `_COLUMNS`; the std is left out where it is undefined (one played episode)."""
+    quality = _fixed(row.quality_score, 2)
+    if not math.isnan(row.quality_score_std):
+        quality += f" ± {row.quality_score_std:.2f}"
+    counts = (row.episodes, row.played, row.aborted, row.errored, row.unscored)
+    return [*map(str, counts), _fixed(row.percent_played, 1), quality, _fixed(row.clemscore, 2)]
+
+
+def format_table(evaluation: Evaluation) -> str:
+    """Lay out the per-model table for the terminal, the coverage warning last if any."""
+    header = ["model", *(column.lower() for column in _COLUMNS)]
+    rows = [[row.model, *_cells(row)] for row in evaluation.models]
+    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            cell.ljust(width) if i == 0 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in (header, *rows)
+    ]
+    # Last, so it is the line a user sees above the prompt.
+    warning = coverage_warning(evaluation)
+    return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
+
+
+def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1) -> str:
+    rule = ["---" if i < left else "--:" for i in range(len(header))]
+    return "\n".join(f"| {' | '.join(line)} |" for line in (header, rule, *rows))
+
+
+def format_markdown(evaluation: Evaluation) -> str:
+    """Lay out results.md: the coverage warning, then per model, per experiment, per round."""
+    per_model = _markdown(
+        ["model", *_COLUMNS],
+        [[row.model, *_cells(row)] for row in (*evaluation.models, evaluation.overall)],
+    )
+    per_experiment = _markdown(
+        ["model", "experiment", *_COLUMNS],
+        [[row.model, row.experiment or "", *_cells(row)] for row in evaluation.experiments],
+        left=2,
+    )
+    rounds = max((len(line.rounds) for line in evaluation.rounds_by_model), default=0)
+    per_round = _markdown(
+        ["model", *(f"round {k}" for k in range(rounds))],
+        [
+            [line.model, *(_fixed(mean.accuracy, 2) for mean in line.rounds)]
+            + [""] * (rounds - len(line.rounds))
+            for line in evaluation.rounds_by_model
+        ],
+    )
+    warning = coverage_warning(evaluation)
+    parts = [
+        f"# {GAME_NAME} results",
+        *([] if warning is None else [f"> **Warning:** {warning}"]),
+        f"## Per model\n\n{per_model}",
+        f"## Per model and experiment\n\n{per_experiment}",
+        "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
+        f"episodes that completed it (aborted ones included).\n\n{per_round}",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _csv(rows: Iterable[Sequence[str]]) -> str:
+    buffer = io.StringIO()
+    # pandas' to_csv: minimal quoting, os.linesep ("\n" where clembench runs)
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _number(value: float | None) -> str:
+    # as pandas writes a float column: the shortest repr, NaN as an empty field
+    return "" if value is None or math.isnan(value) else repr(float(value))
+
+
+def episodes_csv(evaluation: Evaluation) -> str:
+    """Lay out episodes.csv: one row per episode, errored and unscored ones included."""
+    names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY]
+    rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
+    for episode in evaluation.episodes:
+        values = [_number(episode.score(name)) for name in names]
+        kind = episode.error.kind if episode.error is not None else ""
+        rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
+                     *values, kind])  # fmt: skip
+    return _csv(rows)
+
+
+def raw_csv(episodes: Sequence[EpisodeRecord]) -> str:
+    """Lay out clemeval's raw.csv: each scored episode's scores, then each one's Played row."""
+    scored = [
+        episode for episode in sorted(episodes, key=episode_order) if episode.scores is not None
+    ]
+    cells = [
+        (episode, metric, float(value))
+        for episode in scored
+        for metric, value in (episode.scores or {}).items()
+    ]
+    # clemeval appends the inferred Played rows after all recorded scores, not per episode
+    cells += [(episode, PLAYED, 1.0 - episode.score(ABORTED)) for episode in scored]
+    rows = [["", "game", "model", "experiment", "episode", "metric", "value"]]
+    rows += [
+        [str(index), GAME_NAME, episode.model, episode.experiment_folder, episode.episode, metric,
+         _number(value)]
+        for index, (episode, metric, value) in enumerate(cells)
+    ]  # fmt: skip
+    return _csv(rows)
+
+
+def _round2(value: float) -> float:
+    # numpy's rounding (scale, round half to even, unscale), which pandas' round uses
+    return float(np.round(value, 2))
+
+
+def results_csv(episodes: Sequence[EpisodeRecord]) -> str:
+    """Lay out clemeval's results.csv: clemscore, % Played and Quality Score per model."""
+    header = ["", "-, clemscore", "all, Average % Played", "all, Average Quality Score",
+              f"{GAME_NAME}, % Played", f"{GAME_NAME}, Quality Score"]  # fmt: skip
+    rows = [header]
+    scored = [episode for episode in episodes if episode.scores is not None]
+    for model, group in sorted(group_episodes(scored, lambda episode: episode.model).items()):
+        # clembench's way: the mean of Played over every scored episode and of Main Score
+        # wherever it is not NaN, each rounded; with one game, 'all' averages equal the game's.
+        played = _round2(100 * mean([1.0 - episode.score(ABORTED) for episode in group]))
+        quality = _round2(mean(finite(episode.score(MAIN_SCORE) for episode in group)))
+        clemscore = _round2(played / 100 * quality)
+        rows.append([model, *(_number(v) for v in (clemscore, played, quality, played, quality))])
+    return _csv(rows)
+
+
+def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
+    """Write the evaluation's files into `results_dir`, each atomically; return their paths."""
+    texts = {
+        "results.md": format_markdown(evaluation),
+        "episodes.csv": episodes_csv(evaluation),
+        "raw.csv": raw_csv(evaluation.episodes),
+        "results.csv": results_csv(evaluation.episodes),
+    }
+    written = [results_dir / "results.json"]
+    write_json(written[0], evaluation)
+    for name, text in texts.items():
+        write_text(results_dir / name, text)
+        written.append(results_dir / name)
+    # The plot skips models without a completed round, and draws nothing without any.
+    if any(line.rounds for line in evaluation.rounds_by_model):
+        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.png")
+        written.append(results_dir / "accuracy_by_round.png")
+    return written
