@@ -6,6 +6,9 @@ import contextlib
 import io
 import json
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -24,7 +27,7 @@ from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import write_json
 from privateshared.graph.records import CallFailure, EpisodeScores, Interactions
-from tests.conftest import SHARED_RECORDS
+from tests.conftest import REPO, SHARED_RECORDS
 
 ORACLE = OracleAnswerer()
 Script = Callable[[PlayerRequest], str | None]
@@ -429,3 +432,24 @@ def test_clembench_records_render_with_their_answers() -> None:
         slots = [slot for _, slot, _ in probes_shown(page)]
         targets = [entry.target for entries in interactions.probes for entry in entries]
         assert slots == targets, path
+
+
+BROWSER_CHECK = REPO / "scripts" / "check_transcripts_in_browser.py"
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")),
+    reason="no headless Chromium here (apt-get install -y chromium)",
+)
+def test_pages_render_in_a_headless_browser(tmp_path: Path) -> None:
+    """The script's browser check: a transcript and the index, rendered by Chromium."""
+    results = tmp_path / "records"
+    assert main(["run", "--experiment", "travel-booking", "--results-dir", str(results)]) == 0
+    check = subprocess.run(
+        [sys.executable, str(BROWSER_CHECK), str(results), "--screenshot",
+         str(tmp_path / "page.png")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "all checks passed" in check.stdout
+    assert (tmp_path / "page.png").read_bytes().startswith(b"\x89PNG")
