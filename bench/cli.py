@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -207,9 +208,11 @@ class _Progress:
     """A progress bar on stderr when it is a terminal; silent otherwise."""
 
     def __init__(self, total: int) -> None:
+        # A terminal that reports no size would make tqdm print nothing; shutil falls back to 80x24.
+        size = shutil.get_terminal_size()
         self.bar = tqdm(
             total=total, unit="episode", file=sys.stderr, disable=not sys.stderr.isatty(),
-            dynamic_ncols=True,
+            ncols=size.columns, nrows=size.lines,
         )  # fmt: skip
         self.counts = {"aborted": 0, "errored": 0, "calls": 0}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -189,3 +190,30 @@ def test_calls_per_model_can_be_capped(
             assert main(argv) == 0
         assert expected(server.max_in_flight), (cap, server.max_in_flight)
     capsys.readouterr()
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    """A terminal gets a progress bar with the run's counts; a pipe gets none."""
+    import pty
+
+    argv = [str(PRIVATESHARED), "run", "--model", "mock", "--experiment", "travel-booking"]
+    leader, follower = pty.openpty()
+    on_terminal = subprocess.run(
+        [*argv, "--results-dir", str(tmp_path / "tty")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower, timeout=120,
+    )  # fmt: skip
+    os.close(follower)
+    shown = b""
+    with contextlib.suppress(OSError):  # EIO once everything written has been read
+        while chunk := os.read(leader, 65536):
+            shown += chunk
+    os.close(leader)
+    assert on_terminal.returncode == 0
+    bar = shown.decode(errors="replace")
+    assert "10/10" in bar and "episode" in bar
+    assert "aborted=" in bar and "errored=0" in bar and "calls=" in bar
+
+    piped = subprocess.run(
+        [*argv, "--results-dir", str(tmp_path / "pipe")], capture_output=True, timeout=120
+    )
+    assert piped.returncode == 0 and piped.stderr == b""
