@@ -1,7 +1,10 @@
-"""Answerers that need no model: a perfect one and a seeded random one.
+"""Answerers that need no model: the reference points a model's scores are read against.
 
 `OracleAnswerer` reads the dialogue the way a perfect listener would and never looks at the game
 master's ground truth, so its Main Score of 100 is an independent check of the game master.
+`ConstantAnswerer` gives every value when asked but answers every probe the same way (always
+yes, or always no): its probe answers carry no information, so kappa is 0 and so is its Main
+Score, however many probes it gets right by chance.
 `MockAnswerer` breaks the format now and then and guesses every probe, for a run without a model.
 """
 
@@ -9,10 +12,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Literal
 
 from privateshared.agents.base import ChatMessage, PlayerReply, PlayerRequest
 from privateshared.domains.instances import GameInstance
 from privateshared.domains.schema import ANSWER_TAG, ASIDE_TAG
+
+ProbeAnswer = Literal["yes", "no"]
 
 
 def _reply(player: str, request: PlayerRequest, text: str) -> PlayerReply:
@@ -50,6 +56,23 @@ class OracleAnswerer:
             dialogue = request.messages[1:-1]
             known = is_known_to_questioner(request.slot, request.instance, dialogue)
             return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
+        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+
+
+@dataclass(frozen=True)
+class ConstantAnswerer:
+    """Gives each value when asked and the same reply to every probe."""
+
+    reply: ProbeAnswer
+    temperature: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"always-{self.reply}"
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        if request.kind == "probe":
+            return _reply(self.name, request, f"{ASIDE_TAG} {self.reply}")
         return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
 
 

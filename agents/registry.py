@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from privateshared.agents.base import Player
-from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
+from privateshared.agents.baselines import ConstantAnswerer, MockAnswerer, OracleAnswerer
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
-PROGRAMMATIC_ANSWERERS = ("oracle", "mock")
+PROGRAMMATIC_ANSWERERS = ("oracle", "always-yes", "always-no", "mock")
 """Answerers that need no model (`mock:SEED` picks the mock's seed)."""
 PROGRAMMATIC_QUESTIONERS = ("programmatic",)
 
@@ -26,12 +26,16 @@ def _programmatic_answerer(name: str) -> Player:
     kind, _, argument = name.partition(":")
     if kind == "oracle" and not argument:
         return OracleAnswerer()
+    if kind in ("always-yes", "always-no") and not argument:
+        return ConstantAnswerer("yes" if kind == "always-yes" else "no")
     if kind == "mock":
         try:
             return MockAnswerer(seed=int(argument or 0))
         except ValueError:
             pass
-    raise PlayerConfigError(f"bad answerer {name!r}; use oracle, mock or mock:SEED (an integer)")
+    raise PlayerConfigError(
+        f"bad answerer {name!r}; use oracle, always-yes, always-no, mock or mock:SEED (an integer)"
+    )
 
 
 def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
