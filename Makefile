@@ -1,28 +1,37 @@
-# make run: set up a virtual environment and play the benchmark with the default players.
+# make run: set up a virtual environment and play the benchmark with the default players
+#           (SmolLM2 run here by llama.cpp, the oracle and the mock).
 # make test: set up the same environment with the test tools and run every test.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint clean
+.PHONY: install install-local run test lint clean
 
-$(STAMP): pyproject.toml setup.py
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
-	touch $(STAMP)
 
-install: $(STAMP)
+# One stamp per set of extras, so that `make run` never waits for the test tools.
+$(VENV)/.installed-run: pyproject.toml setup.py | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[local]"
+	touch $@
 
-run: $(STAMP)
+$(VENV)/.installed-test: pyproject.toml setup.py | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[dev,local]"
+	touch $@
+
+install: $(VENV)/.installed-test
+
+install-local: $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
 	$(BIN)/privateshared run
 
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/typecheck.py

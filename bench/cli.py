@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
 import openai
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from tqdm import tqdm
 
 from privateshared.agents.base import Player
-from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+from privateshared.agents.llm import (
+    LOCAL_SERVER_KEY,
+    ChatModelPlayer,
+    ModelSpec,
+    PlayerConfigError,
+)
 from privateshared.agents.registry import (
     PROGRAMMATIC_ANSWERERS,
     is_programmatic_answerer,
@@ -32,6 +38,7 @@ from privateshared.agents.replay import ReplayError
 from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.bench.evaluate import Evaluation, ResultsError, collect, evaluate
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
+from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
 from privateshared.bench.replay import find_recorded_episodes, replay_episode
 from privateshared.bench.rescore import RecordsError, rescore
 from privateshared.bench.results import format_table, write_results
@@ -56,7 +63,7 @@ from privateshared.domains.instances import (
 from privateshared.domains.loader import DomainError, load_domains
 from privateshared.graph.recorder import write_text
 
-DEFAULT_MODELS = ("oracle", "mock")
+DEFAULT_MODELS = ("smollm2", "oracle", "mock")
 
 
 class UsageError(ValueError):
@@ -77,8 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="play every instance with the given models")
     run.add_argument(
         "--model", action="append", dest="models", metavar="NAME",
-        help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, or a model served at "
-        f"--base-url (repeatable; default: {' '.join(DEFAULT_MODELS)})",
+        help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
+        "run here by llama.cpp), local:PATH.gguf, or a model served at --base-url "
+        f"(repeatable; default: {' '.join(DEFAULT_MODELS)})",
     )  # fmt: skip
     run.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     run.add_argument(
@@ -183,24 +191,34 @@ def _writable(folder: Path) -> None:
         ) from None
 
 
-def _answerers(args: argparse.Namespace) -> list[Player]:
-    names = args.models or list(DEFAULT_MODELS)
-    players = []
-    for name in names:
+def _model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> ModelSpec:
+    try:
+        return ModelSpec(
+            model=model, base_url=base_url, api_key_env=args.api_key_env,
+            temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
+        )  # fmt: skip
+    except ValidationError as error:
+        first = error.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-")
+        raise UsageError(f"{option}: {first['msg']}") from None
+
+
+def _answerers(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> list[Player]:
+    """The answerers named on the command line, local models pointed at their servers (local
+    models without a server yet are left out)."""
+    players: list[Player] = []
+    for name in args.models or DEFAULT_MODELS:
         if is_programmatic_answerer(name):
             players.append(resolve_answerer(name))
-            continue
-        try:
-            spec = ModelSpec(
-                model=name, base_url=args.base_url, api_key_env=args.api_key_env,
-                temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
-            )  # fmt: skip
-        except ValidationError as error:
-            first = error.errors()[0]
-            raise UsageError(
-                f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}"
-            ) from None
-        players.append(resolve_answerer(spec))
+        elif is_local_model(name):
+            if name not in servers:
+                continue
+            server = servers[name]
+            spec = _model_spec(args, server.model.alias, server.base_url)
+            # A local server needs no key: never send it one meant for another endpoint.
+            players.append(ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY)))
+        else:
+            players.append(resolve_answerer(_model_spec(args, name, args.base_url)))
     return players
 
 
@@ -248,8 +266,34 @@ def _run(args: argparse.Namespace) -> int:
                                 and args.max_concurrent_calls < 1):  # fmt: skip
         raise UsageError("--concurrency and --max-concurrent-calls must be at least 1")
     playable = _playable(args)
-    answerers = _answerers(args)
+    names = args.models or DEFAULT_MODELS
+    local = {name: locate(name) for name in names if is_local_model(name)}
+    _answerers(args, {})  # every other name checked before a server starts
     _writable(args.results_dir)
+    with contextlib.ExitStack() as stack:
+        servers = {
+            name: stack.enter_context(
+                LocalServer(model, args.results_dir / "logs" / f"llama-server-{model.alias}.log")
+            )
+            for name, model in local.items()
+        }
+        finished = _play(args, playable, _answerers(args, servers))
+    _report(args.results_dir)
+    errors = Counter(result.error.kind for result in finished if result.error is not None)
+    if errors:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in errors.most_common())
+        print(
+            f"privateshared: {errors.total()} episodes errored, their model calls failing after "
+            f"every retry ({kinds}; see error.json in their folders); run the same command "
+            "again to play them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _play(args: argparse.Namespace, playable: Playable, answerers: list[Player]) -> list[Finished]:
+    """Check the endpoints, then play every pending episode with a progress bar."""
     for answerer in answerers:
         if isinstance(answerer, ChatModelPlayer):
             answerer.check()  # one call per model, before any episode starts
@@ -264,7 +308,7 @@ def _run(args: argparse.Namespace) -> int:
     remove_partial_writes(args.results_dir)
     progress = _Progress(len(pending))
     try:
-        finished = asyncio.run(
+        return asyncio.run(
             run_episodes(
                 pending, questioner, args.results_dir, concurrency=args.concurrency,
                 sequential_probes=args.sequential_probes, on_finished=progress,
@@ -272,18 +316,6 @@ def _run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     finally:
         progress.close()
-    _report(args.results_dir)
-    errors = Counter(result.error.kind for result in finished if result.error is not None)
-    if errors:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in errors.most_common())
-        print(
-            f"privateshared: {errors.total()} episodes errored, their model calls failing after "
-            f"every retry ({kinds}; see error.json in their folders); run the same command "
-            "again to play them",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
 
 
 def _report(results_dir: Path) -> None:
@@ -382,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
-        TranscriptError,
+        TranscriptError, LocalModelError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

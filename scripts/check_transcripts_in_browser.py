@@ -58,7 +58,9 @@ def play_fresh_run(folder: Path) -> Path:
     """Play the default run (oracle and mock) into `folder` through the command line."""
     print(f"playing oracle and mock into {folder} ...")
     with contextlib.redirect_stdout(io.StringIO()):
-        code = cli_main(["run", "--results-dir", str(folder)])
+        code = cli_main(
+            ["run", "--model", "oracle", "--model", "mock", "--results-dir", str(folder)]
+        )
     if code != 0:
         raise SystemExit(f"the run failed (exit {code})")
     return folder

@@ -22,7 +22,10 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     results = tmp_path_factory.mktemp("run") / "records"
     out = io.StringIO()  # capsys is per test; this fixture is per module
     with contextlib.redirect_stdout(out):
-        assert main(["run", "--results-dir", str(results)]) == 0
+        assert (
+            main(["run", "--model", "oracle", "--model", "mock", "--results-dir", str(results)])
+            == 0
+        )
     return results, out.getvalue()
 
 
@@ -136,7 +139,7 @@ def test_bad_input_gives_one_line_and_no_traceback(
 def test_unwritable_results_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    assert main(["run", "--results-dir", str(blocker / "records")]) == 2
+    assert main(["run", "--model", "oracle", "--results-dir", str(blocker / "records")]) == 2
     err = capsys.readouterr().err
     assert "cannot write to" in err and "--results-dir" in err
 

@@ -287,7 +287,10 @@ def test_a_folder_without_episodes_gives_one_line(tmp_path: Path, make: str) -> 
 def test_a_real_run_evaluates_oracle_perfectly(tmp_path: Path) -> None:
     records = tmp_path / "records"
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["run", "--results-dir", str(records)]) == 0
+        assert (
+            main(["run", "--model", "oracle", "--model", "mock", "--results-dir", str(records)])
+            == 0
+        )
     evaluation = evaluate(collect(records))
     oracle = _row(evaluation.models, "oracle-t0.0--oracle-t0.0")
     assert (oracle.episodes, oracle.played, oracle.errored, oracle.unscored) == (20, 20, 0, 0)

@@ -359,7 +359,22 @@ def run_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A default run of travel-booking (oracle and mock), with its transcripts."""
     results = tmp_path_factory.mktemp("transcripts") / "records"
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["run", "--results-dir", str(results), "--experiment", "travel-booking"]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--model",
+                    "oracle",
+                    "--model",
+                    "mock",
+                    "--results-dir",
+                    str(results),
+                    "--experiment",
+                    "travel-booking",
+                ]
+            )
+            == 0
+        )
     write_transcripts(results)
     return results
 
@@ -444,7 +459,22 @@ BROWSER_CHECK = REPO / "scripts" / "check_transcripts_in_browser.py"
 def test_pages_render_in_a_headless_browser(tmp_path: Path) -> None:
     """The script's browser check: a transcript and the index, rendered by Chromium."""
     results = tmp_path / "records"
-    assert main(["run", "--experiment", "travel-booking", "--results-dir", str(results)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "oracle",
+                "--model",
+                "mock",
+                "--experiment",
+                "travel-booking",
+                "--results-dir",
+                str(results),
+            ]
+        )
+        == 0
+    )
     check = subprocess.run(
         [sys.executable, str(BROWSER_CHECK), str(results), "--screenshot",
          str(tmp_path / "page.png")],

