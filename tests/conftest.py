@@ -12,6 +12,15 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_RECORDS = REPO.parent / "shared" / "clembench-records" / "v2.0"
 
 
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests talk only to servers they start on 127.0.0.1, which httpx would send through a
+    proxy set in the environment; and no test may reach a real OpenAI endpoint."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                 "all_proxy", "OPENAI_BASE_URL"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def instance() -> GameInstance:
     """A small travel instance with fixed texts: 3 slots, asked in the order to, by, from."""

@@ -27,9 +27,6 @@ SECRET = "sk-test-secret-0123456789"
 @pytest.fixture(autouse=True)
 def environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                 "all_proxy", "OPENAI_BASE_URL"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
 
 
 def player(server: FakeOpenAI, **settings: float) -> ChatModelPlayer:

@@ -23,14 +23,6 @@ PRIVATESHARED = Path(sys.executable).parent / "privateshared"
 RECORD_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
 
 
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """httpx would send even 127.0.0.1 through a proxy set in the environment."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                 "all_proxy", "OPENAI_BASE_URL"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-
-
 def without_times(data: Any) -> Any:
     """`data` with every timestamp removed, the one thing concurrency may change."""
     if isinstance(data, dict):
