@@ -7,15 +7,30 @@ the other fields. Players keep no history: the dialogue lives in the graph's sta
 
 from __future__ import annotations
 
+import json
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from privateshared.domains.instances import GameInstance
 
-RequestKind = Literal["request", "question", "probe"]
-"""request: the questioner's next question; question: the answerer answers it;
-probe: the answerer replies privately, yes or no, whether a slot is shared yet."""
+RequestKind = Literal["request", "question", "probe", "judge"]
+"""request: the questioner's next move, made through tool calls; question: the answerer answers
+it; probe: the answerer replies privately, yes or no, whether a slot is shared yet; judge: a
+judge rates one of the questioner's questions."""
+
+
+class ToolCall(BaseModel):
+    """A function call a player asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, JsonValue] | None
+    """None when the arguments could not be read as a JSON object."""
+    error: str | None = None
+    """Why the arguments could not be read."""
 
 
 class ChatMessage(BaseModel):
@@ -23,8 +38,28 @@ class ChatMessage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The calls an assistant message made."""
+    tool_call_id: str | None = None
+    """The call a tool message answers."""
+
+    def to_openai(self) -> dict[str, JsonValue]:
+        """The message in OpenAI's chat format, exactly as it is sent and recorded."""
+        message: dict[str, JsonValue] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": json.dumps(call.arguments or {})},
+                }
+                for call in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 class PlayerRequest(BaseModel):
@@ -43,6 +78,8 @@ class PlayerRequest(BaseModel):
     """The slot asked for, or probed."""
     attempt: int = 1
     """1 for the first try, up to 5 for re-prompted probes."""
+    tools: tuple[dict[str, JsonValue], ...] = ()
+    """Functions the player may call, as OpenAI tool schemas (the questioner's tools)."""
 
 
 class PlayerReply(BaseModel):
@@ -56,6 +93,8 @@ class PlayerReply(BaseModel):
     which keeps the reply out of requests.json."""
     raw: JsonValue
     """The response exactly as received, never holding credentials."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the player called, in order."""
 
 
 class PlayerFailure(RuntimeError):

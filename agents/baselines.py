@@ -24,7 +24,7 @@ ProbeAnswer = Literal["yes", "no"]
 def _reply(player: str, request: PlayerRequest, text: str) -> PlayerReply:
     return PlayerReply(
         text=text,
-        prompt=[message.model_dump() for message in request.messages],
+        prompt=[message.to_openai() for message in request.messages],
         raw={"player": player, "text": text},
     )
 

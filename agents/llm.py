@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from datetime import datetime
 
 import openai
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest
+from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest, ToolCall
 
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to a custom base URL when no key is set: local servers ignore it, the client needs one."""
@@ -115,6 +115,26 @@ def retry_delay(error: Exception, tries: int, backoff: float) -> float:
     return _server_wait(error) or backoff * 2 ** (tries - 1)
 
 
+def tool_calls(message: BaseMessage) -> tuple[ToolCall, ...]:
+    """The calls a reply made: readable ones first, then those whose arguments were not JSON."""
+    if not isinstance(message, AIMessage):
+        return ()
+    readable = [
+        ToolCall(id=call.get("id") or f"call_{i}", name=call["name"], arguments=call["args"])
+        for i, call in enumerate(message.tool_calls)
+    ]
+    unreadable = [
+        ToolCall(
+            id=call.get("id") or f"invalid_{i}",
+            name=call.get("name") or "",
+            arguments=None,
+            error=call.get("error") or f"arguments are not a JSON object: {call.get('args')!r}",
+        )
+        for i, call in enumerate(message.invalid_tool_calls)
+    ]
+    return (*readable, *unreadable)
+
+
 def message_text(message: BaseMessage) -> str:
     """The reply's text, also when a server returns content as a list of parts."""
     if isinstance(message.content, str):
@@ -166,20 +186,24 @@ class ChatModelPlayer:
         return self.spec.temperature
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
-        messages = [message.model_dump() for message in request.messages]
+        messages = [message.to_openai() for message in request.messages]
         # An episode's calls share one pool, so its connections stay warm between turns.
         episode = f"{request.instance.experiment}/{request.instance.game_id}"
         chat = self._chats[zlib.crc32(episode.encode()) % len(self._chats)]
+        model = chat.bind_tools(list(request.tools)) if request.tools else chat
         for tries in itertools.count(1):
             try:
-                reply = await chat.ainvoke(messages)
+                reply = await model.ainvoke(messages)
             except Exception as error:
                 if not is_transient(error) or tries > self.spec.max_retries:
                     raise self._failure(error, tries) from error
                 await asyncio.sleep(retry_delay(error, tries, self.spec.retry_backoff))
                 continue
             return PlayerReply(
-                text=message_text(reply), prompt=messages, raw=reply.model_dump(mode="json")
+                text=message_text(reply),
+                prompt=messages,
+                raw=reply.model_dump(mode="json"),
+                tool_calls=tool_calls(reply),
             )
         raise AssertionError("unreachable")
 

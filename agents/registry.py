@@ -38,13 +38,8 @@ def _programmatic_answerer(name: str) -> Player:
     )
 
 
-def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
-    """A player from a `Player`, a name (oracle, mock, mock:SEED, or a model name), or a
-    `ModelSpec` (also as a dict, e.g. from LangGraph Studio)."""
-    if isinstance(spec, Player):
-        return spec
-    if isinstance(spec, str) and is_programmatic_answerer(spec):
-        return _programmatic_answerer(spec)
+def resolve_model(spec: object, environ: Mapping[str, str] | None = None) -> Player:
+    """A model player from a model name or a `ModelSpec` (also as a dict, e.g. from Studio)."""
     if isinstance(spec, str):
         spec = ModelSpec(model=spec)
     if isinstance(spec, Mapping):
@@ -59,10 +54,35 @@ def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> 
     raise PlayerConfigError(f"cannot make a player of {spec!r}; give a name or a model spec")
 
 
-def resolve_questioner(spec: object) -> Player:
-    """The questioner: a `Player`, or `programmatic` (the only kind so far)."""
+def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
+    """The answerer: a `Player`, a name (oracle, always-yes, always-no, mock, mock:SEED), or a
+    model (a name or a `ModelSpec`)."""
     if isinstance(spec, Player):
         return spec
-    if spec == "programmatic":
+    if isinstance(spec, str) and is_programmatic_answerer(spec):
+        return _programmatic_answerer(spec)
+    if spec in PROGRAMMATIC_QUESTIONERS:
+        raise PlayerConfigError(f"{spec!r} is a questioner; the answerer is one of "
+                                f"{', '.join(PROGRAMMATIC_ANSWERERS)} or a model")  # fmt: skip
+    return resolve_model(spec, environ)
+
+
+def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -> Player:
+    """The questioner: a `Player`, `programmatic`, or a model (a name or a `ModelSpec`) that
+    plays through function calls."""
+    if isinstance(spec, Player):
+        return spec
+    if spec in PROGRAMMATIC_QUESTIONERS:
         return ProgrammaticQuestioner()
-    raise PlayerConfigError(f"unknown questioner {spec!r}; use programmatic")
+    if isinstance(spec, str) and is_programmatic_answerer(spec):
+        raise PlayerConfigError(
+            f"{spec!r} is an answerer; the questioner is programmatic or a model"
+        )
+    return resolve_model(spec, environ)
+
+
+def resolve_judge(spec: object, environ: Mapping[str, str] | None = None) -> Player:
+    """The judge of the questioner's questions: a `Player`, or a model."""
+    if isinstance(spec, Player):
+        return spec
+    return resolve_model(spec, environ)

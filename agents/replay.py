@@ -103,6 +103,6 @@ class ReplayAnswerer:
             text = self.answers[request.turn]
         return PlayerReply(
             text=text,
-            prompt=[message.model_dump() for message in request.messages],
+            prompt=[message.to_openai() for message in request.messages],
             raw={"player": "replay", "recorded_model": self.name, "text": text},
         )

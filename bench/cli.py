@@ -14,7 +14,9 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import openai
@@ -30,8 +32,10 @@ from privateshared.agents.llm import (
 )
 from privateshared.agents.registry import (
     PROGRAMMATIC_ANSWERERS,
+    PROGRAMMATIC_QUESTIONERS,
     is_programmatic_answerer,
     resolve_answerer,
+    resolve_model,
     resolve_questioner,
 )
 from privateshared.agents.replay import ReplayError
@@ -87,6 +91,15 @@ def _parser() -> argparse.ArgumentParser:
         help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
         "run here by llama.cpp), local:PATH.gguf, or a model served at --base-url "
         f"(repeatable; default: {' '.join(DEFAULT_MODELS)})",
+    )  # fmt: skip
+    run.add_argument(
+        "--questioner", default="programmatic", metavar="NAME",
+        help="who asks: programmatic (default), or a model (any name --model takes except the "
+        "programmatic answerers), which plays through function calls",
+    )  # fmt: skip
+    run.add_argument(
+        "--judge", metavar="NAME",
+        help="a model that rates every question of the questioner from 1 to 5 (off by default)",
     )  # fmt: skip
     run.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     run.add_argument(
@@ -203,23 +216,28 @@ def _model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> M
         raise UsageError(f"{option}: {first['msg']}") from None
 
 
-def _answerers(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> list[Player]:
-    """The answerers named on the command line, local models pointed at their servers (local
-    models without a server yet are left out)."""
-    players: list[Player] = []
-    for name in args.models or DEFAULT_MODELS:
-        if is_programmatic_answerer(name):
-            players.append(resolve_answerer(name))
-        elif is_local_model(name):
-            if name not in servers:
-                continue
-            server = servers[name]
-            spec = _model_spec(args, server.model.alias, server.base_url)
-            # A local server needs no key: never send it one meant for another endpoint.
-            players.append(ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY)))
-        else:
-            players.append(resolve_answerer(_model_spec(args, name, args.base_url)))
-    return players
+Role = Literal["answerer", "questioner", "judge"]
+
+
+def _player(
+    args: argparse.Namespace, name: str, role: Role, servers: Mapping[str, LocalServer]
+) -> Player | None:
+    """One player by name, for `role`; None for a local model whose server is not started yet
+    (so every other name can be checked before any server starts)."""
+    if role == "answerer" and is_programmatic_answerer(name):
+        return resolve_answerer(name)
+    if role == "questioner" and name in PROGRAMMATIC_QUESTIONERS:
+        return resolve_questioner(name)
+    if is_programmatic_answerer(name) or name in PROGRAMMATIC_QUESTIONERS:
+        raise UsageError(f"{name!r} cannot be the {role}; give a model name")
+    if is_local_model(name):
+        if name not in servers:
+            return None
+        server = servers[name]
+        spec = _model_spec(args, server.model.alias, server.base_url)
+        # A local server needs no key: never send it one meant for another endpoint.
+        return ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY))
+    return resolve_model(_model_spec(args, name, args.base_url))
 
 
 class _Progress:
@@ -261,14 +279,51 @@ def _playable(args: argparse.Namespace) -> Playable:
     return playable
 
 
+@dataclass(frozen=True)
+class _Cast:
+    """The players of a run."""
+
+    answerers: list[Player]
+    questioner: Player
+    judge: Player | None
+
+    def models(self) -> list[ChatModelPlayer]:
+        players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
+        return [player for player in players if isinstance(player, ChatModelPlayer)]
+
+    def throttled(self, limit: int) -> _Cast:
+        def cap(player: Player) -> Player:
+            return ThrottledPlayer(player, limit)
+
+        return _Cast(
+            [cap(p) for p in self.answerers], cap(self.questioner),
+            cap(self.judge) if self.judge else None,
+        )  # fmt: skip
+
+
+def _cast(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> _Cast | None:
+    """The players the command line names; None while a local model's server is not started
+    (a first call with no servers checks every other name)."""
+    answerers = [_player(args, name, "answerer", servers) for name in args.models or DEFAULT_MODELS]
+    questioner = _player(args, args.questioner, "questioner", servers)
+    judge = _player(args, args.judge, "judge", servers) if args.judge else None
+    if questioner is None or None in answerers or (args.judge and judge is None):
+        return None
+    return _Cast([a for a in answerers if a is not None], questioner, judge)
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or (args.max_concurrent_calls is not None
                                 and args.max_concurrent_calls < 1):  # fmt: skip
         raise UsageError("--concurrency and --max-concurrent-calls must be at least 1")
     playable = _playable(args)
-    names = args.models or DEFAULT_MODELS
+    names = [
+        *(args.models or DEFAULT_MODELS),
+        args.questioner,
+        *([args.judge] if args.judge else []),
+    ]
     local = {name: locate(name) for name in names if is_local_model(name)}
-    _answerers(args, {})  # every other name checked before a server starts
+    _cast(args, {})  # every other name is checked before a server starts
     _writable(args.results_dir)
     with contextlib.ExitStack() as stack:
         servers = {
@@ -277,7 +332,9 @@ def _run(args: argparse.Namespace) -> int:
             )
             for name, model in local.items()
         }
-        finished = _play(args, playable, _answerers(args, servers))
+        cast = _cast(args, servers)
+        assert cast is not None  # every local model has its server now
+        finished = _play(args, playable, cast)
     _report(args.results_dir)
     errors = Counter(result.error.kind for result in finished if result.error is not None)
     if errors:
@@ -292,15 +349,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(args: argparse.Namespace, playable: Playable, answerers: list[Player]) -> list[Finished]:
+def _play(args: argparse.Namespace, playable: Playable, cast: _Cast) -> list[Finished]:
     """Check the endpoints, then play every pending episode with a progress bar."""
-    for answerer in answerers:
-        if isinstance(answerer, ChatModelPlayer):
-            answerer.check()  # one call per model, before any episode starts
+    for model in cast.models():
+        model.check()  # one call per model, before any episode starts
     if args.max_concurrent_calls is not None:
-        answerers = [ThrottledPlayer(player, args.max_concurrent_calls) for player in answerers]
-    questioner = resolve_questioner("programmatic")
-    planned = plan_episodes(answerers, questioner, playable, args.results_dir)
+        cast = cast.throttled(args.max_concurrent_calls)
+    planned = plan_episodes(cast.answerers, cast.questioner, playable, args.results_dir)
     pending = [episode for episode in planned if args.rerun or not is_done(episode.folder)]
     if len(pending) < len(planned):
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
@@ -310,8 +365,9 @@ def _play(args: argparse.Namespace, playable: Playable, answerers: list[Player])
     try:
         return asyncio.run(
             run_episodes(
-                pending, questioner, args.results_dir, concurrency=args.concurrency,
-                sequential_probes=args.sequential_probes, on_finished=progress,
+                pending, cast.questioner, args.results_dir, concurrency=args.concurrency,
+                sequential_probes=args.sequential_probes, judge=cast.judge,
+                on_finished=progress,
             )
         )  # fmt: skip
     finally:

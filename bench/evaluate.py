@@ -27,6 +27,13 @@ from privateshared.graph.records import (
     KAPPA,
     MAIN_SCORE,
     MIDDLE_ACCURACY,
+    QUESTIONER_CALL_VALIDITY,
+    QUESTIONER_HALLUCINATION_RATE,
+    QUESTIONER_JOINT_GOAL_ACCURACY,
+    QUESTIONER_POLICY_VIOLATIONS,
+    QUESTIONER_SLOT_ACCURACY,
+    QUESTIONER_TASK_COMPLETION,
+    QUESTIONS_ASKED,
     SLOT_FILLING_ACCURACY,
     CallFailure,
     EpisodeScores,
@@ -66,6 +73,9 @@ class EpisodeRecord(BaseModel):
     """The episode scores of scores.json, in file order; None when errored or unscored."""
     round_accuracy: dict[int, float] = {}
     """Accuracy of each probing round in the turn scores, by round; empty when not scored."""
+    turn_slot_accuracy: dict[int, float] = {}
+    """Questioner Slot Accuracy of each questioner turn where it is defined, by turn (1 prepares
+    the first question); empty without questioner scores."""
     error: CallFailure | None = None
     """Why the episode could not finish; set only when errored."""
 
@@ -108,6 +118,20 @@ class Aggregate(BaseModel):
     """Mean Slot-Filling-Accuracy over played episodes."""
     middle_accuracy: float
     """Mean Middle-Accuracy over played episodes."""
+    # The questioner's scores, averaged over the scored episodes (played or aborted: they
+    # measure the questioner) that have them, each where it is defined; NaN when none has.
+    questioner_episodes: int
+    """Scored episodes with questioner scores (a questioner acting through functions)."""
+    questioner_slot_accuracy: float
+    questioner_joint_goal_accuracy: float
+    questioner_hallucination_rate: float
+    questioner_policy_violations: float
+    """Mean violations per episode."""
+    questioner_call_validity: float
+    questioner_task_completion: float
+    """Share of those episodes the questioner completed."""
+    questions_asked: float
+    """Mean questions per episode."""
 
 
 class RoundMean(BaseModel):
@@ -120,6 +144,19 @@ class RoundMean(BaseModel):
     """Mean of the round's Accuracy turn score."""
     episodes: int
     """Scored episodes that completed this round (aborted ones count the rounds they finished)."""
+
+
+class QuestionerByTurn(BaseModel):
+    """Turn level: one model's questioner, its mean slot accuracy at each of its turns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    slot_accuracy: dict[int, float]
+    """Turn (1 prepares the first question) -> mean Questioner Slot Accuracy over the episodes
+    where it is defined at that turn; first turn first, empty without questioner scores."""
+    episodes: dict[int, int]
+    """Turn -> how many episodes that mean is over."""
 
 
 class RoundAccuracy(BaseModel):
@@ -152,6 +189,8 @@ class Evaluation(BaseModel):
     """Turn level, per model."""
     rounds_by_experiment: tuple[RoundAccuracy, ...]
     """Turn level, per model and experiment."""
+    questioner_by_model: tuple[QuestionerByTurn, ...]
+    """Turn level, the questioner's slot accuracy, per model."""
 
 
 # Reading the records
@@ -178,15 +217,16 @@ def _read(path: Path, model: type[_Record]) -> _Record:
         raise ResultsError(f"{path}: {where}: {first['msg']}; {fix}") from None
 
 
-def _round_accuracy(path: Path, scores: EpisodeScores) -> dict[int, float]:
+def _by_round(path: Path, scores: EpisodeScores, name: str) -> dict[int, float]:
+    """The turn score `name` of each probing round where it is defined, by round."""
     rounds: dict[int, float] = {}
     for key, turn in scores.turn_scores.items():
         if not key.isdigit():
             raise ResultsError(
                 f"{path}: turn scores: {key!r} is not a probing round; {_FIXES[path.name]}"
             )
-        if ACCURACY in turn and not math.isnan(turn[ACCURACY]):
-            rounds[int(key)] = float(turn[ACCURACY])
+        if name in turn and not math.isnan(turn[name]):
+            rounds[int(key)] = float(turn[name])
     return dict(sorted(rounds.items()))
 
 
@@ -200,6 +240,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
     status: EpisodeStatus = "unscored"
     scores: dict[str, ScoreValue] | None = None
     rounds: dict[int, float] = {}
+    turns: dict[int, float] = {}
     error: CallFailure | None = None
     if scores_path.is_file():  # scores.json is written last: it marks a finished episode
         recorded = _read(scores_path, EpisodeScores)
@@ -210,7 +251,12 @@ def read_episode(folder: Path) -> EpisodeRecord:
                 f"{_FIXES[SCORES_FILE]}"
             )
         status = "aborted" if scores[ABORTED] else "played"
-        rounds = _round_accuracy(scores_path, recorded)
+        rounds = _by_round(scores_path, recorded, ACCURACY)
+        # Questioner turn t is scored with probing round t - 1.
+        turns = {
+            k + 1: value
+            for k, value in _by_round(scores_path, recorded, QUESTIONER_SLOT_ACCURACY).items()
+        }
     elif error_path.is_file():
         error = _read(error_path, CallFailure)
         status = "errored"
@@ -223,6 +269,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         status=status,
         scores=scores,
         round_accuracy=rounds,
+        turn_slot_accuracy=turns,
         error=error,
     )
 
@@ -271,6 +318,14 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
         return mean(finite(episode.score(name) for episode in played))
 
     main_scores = finite(episode.score(MAIN_SCORE) for episode in played)
+    questioned = [
+        episode for episode in episodes
+        if episode.scores is not None and QUESTIONER_TASK_COMPLETION in episode.scores
+    ]  # fmt: skip
+
+    def questioner_mean(name: str) -> float:
+        return mean(finite(episode.score(name) for episode in questioned))
+
     decided = count["played"] + count["aborted"]
     percent_played = 100 * count["played"] / decided if decided else NAN
     quality = mean(main_scores)
@@ -290,6 +345,14 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
         kappa=mean_of(KAPPA),
         slot_filling_accuracy=mean_of(SLOT_FILLING_ACCURACY),
         middle_accuracy=mean_of(MIDDLE_ACCURACY),
+        questioner_episodes=len(questioned),
+        questioner_slot_accuracy=questioner_mean(QUESTIONER_SLOT_ACCURACY),
+        questioner_joint_goal_accuracy=questioner_mean(QUESTIONER_JOINT_GOAL_ACCURACY),
+        questioner_hallucination_rate=questioner_mean(QUESTIONER_HALLUCINATION_RATE),
+        questioner_policy_violations=questioner_mean(QUESTIONER_POLICY_VIOLATIONS),
+        questioner_call_validity=questioner_mean(QUESTIONER_CALL_VALIDITY),
+        questioner_task_completion=questioner_mean(QUESTIONER_TASK_COMPLETION),
+        questions_asked=questioner_mean(QUESTIONS_ASKED),
     )
 
 
@@ -306,6 +369,20 @@ def round_accuracy(
         for k, values in sorted(by_round.items())
     )
     return RoundAccuracy(model=model, experiment=experiment, rounds=rounds)
+
+
+def questioner_by_turn(episodes: Sequence[EpisodeRecord], model: str) -> QuestionerByTurn:
+    """Average the questioner's slot accuracy at each turn over the episodes defining it."""
+    by_turn: dict[int, list[float]] = {}
+    for episode in episodes:
+        for turn, value in episode.turn_slot_accuracy.items():
+            by_turn.setdefault(turn, []).append(value)
+    ordered = sorted(by_turn.items())
+    return QuestionerByTurn(
+        model=model,
+        slot_accuracy={turn: mean(values) for turn, values in ordered},
+        episodes={turn: len(values) for turn, values in ordered},
+    )
 
 
 _Key = TypeVar("_Key", bound=Hashable)
@@ -338,5 +415,8 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
         rounds_by_experiment=tuple(
             round_accuracy(group, model, experiment)
             for (model, experiment), group in by_experiment.items()
+        ),
+        questioner_by_model=tuple(
+            questioner_by_turn(group, model) for model, group in by_model.items()
         ),
     )

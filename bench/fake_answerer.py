@@ -18,8 +18,9 @@ from privateshared.domains.instances import (
 )
 from privateshared.domains.loader import load_domains
 
-ReplyFunction = Callable[[list[dict[str, Any]]], str]
-"""Messages as the server received them (role, content) -> the reply's text."""
+ReplyFunction = Callable[[list[dict[str, Any]]], "str | dict[str, Any]"]
+"""Messages as the server received them -> the reply's text, or a dict with `content` and
+`tool_calls` (a list of {name, arguments}; arguments a dict, or a string sent as it is)."""
 
 # The game's protocol, spelled out here rather than imported: the fake model reads it the way a
 # model does, from what the game master sends, so a wrong constant in the package shows up as a

@@ -129,10 +129,12 @@ class FakeOpenAI:
             self._served += 1
             number = self._served
         fault = self.faults(number)
-        text = "" if fault is not None else self.reply(body.get("messages", []))
+        reply = "" if fault is not None else self.reply(body.get("messages", []))
+        text = reply if isinstance(reply, str) else str(reply.get("content") or "")
+        calls = [] if isinstance(reply, str) else list(reply.get("tool_calls") or [])
         entry = {
             "body": body, "headers": headers, "completion_id": f"chatcmpl-fake-{number}",
-            "reply": text, "fault": fault, "arrived": time.monotonic(),
+            "reply": text, "tool_calls": calls, "fault": fault, "arrived": time.monotonic(),
         }  # fmt: skip
         with self._lock:
             self._requests.append(entry)
@@ -249,7 +251,8 @@ class _Handler(BaseHTTPRequestHandler):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 self._send_events(_chunks(completion_id, model, text, usage, include_usage))
             else:
-                self._send_json(200, _completion(completion_id, model, text, usage))
+                completion = _completion(completion_id, model, text, usage, entry["tool_calls"])
+                self._send_json(200, completion)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up; nothing left to tell it
 
@@ -318,8 +321,30 @@ def _usage(messages: list[dict[str, Any]], text: str) -> dict[str, int]:
     }
 
 
-def _completion(completion_id: str, model: str, text: str, usage: dict[str, int]) -> dict[str, Any]:
-    """A non-streamed chat.completion."""
+def _completion(
+    completion_id: str,
+    model: str,
+    text: str,
+    usage: dict[str, int],
+    tool_calls: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """A non-streamed chat.completion, with function calls when the reply makes some."""
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.get("id") or f"call_{completion_id}_{i}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    # A string goes out as it is, so tests can send arguments that are not JSON.
+                    "arguments": call["arguments"]
+                    if isinstance(call["arguments"], str)
+                    else json.dumps(call["arguments"]),
+                },
+            }
+            for i, call in enumerate(tool_calls)
+        ]
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -329,9 +354,9 @@ def _completion(completion_id: str, model: str, text: str, usage: dict[str, int]
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if tool_calls else "stop",
             }
         ],
         "usage": usage,

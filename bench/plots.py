@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from privateshared.bench.evaluate import Evaluation
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
+QUESTIONER_TITLE = "Questioner: slot accuracy per turn"
 
 
 def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
@@ -42,7 +47,37 @@ def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(True, alpha=0.4)
     axes.legend()
+    _save(figure, path)
 
+
+def plot_questioner_by_turn(evaluation: Evaluation, path: Path) -> None:
+    """Draw each model's mean Questioner Slot Accuracy per questioner turn into a PNG; nothing
+    if no model has one."""
+    lines = [line for line in evaluation.questioner_by_model if line.slot_accuracy]
+    if not lines:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=(8, 5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for line in lines:
+        turns = list(line.slot_accuracy)
+        axes.plot(turns, [line.slot_accuracy[turn] for turn in turns], marker="o",
+                  label=line.model)  # fmt: skip
+    axes.set_title(QUESTIONER_TITLE)
+    axes.set_xlabel("questioner turn (turn t prepares question t)")
+    axes.set_ylabel("mean slot accuracy of the belief state")
+    axes.set_ylim(-0.03, 1.03)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.grid(True, alpha=0.4)
+    axes.legend()
+    _save(figure, path)
+
+
+def _save(figure: Figure, path: Path) -> None:
     # Atomic like every record: a crash leaves the old picture or the new one, never half of one.
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -79,11 +79,17 @@ def _same(recorded: ScoreValue, ours: ScoreValue) -> bool:
     return abs(recorded - ours) <= TOLERANCE
 
 
+def is_ours(score: str) -> bool:
+    """Whether a score is one clembench does not compute (the questioner's metrics)."""
+    return score.startswith("Questioner ") or score == "Questions Asked"
+
+
 def compare_scores(recorded: EpisodeScores, ours: EpisodeScores) -> list[str]:
     """Differences between recorded and replayed scores (NaN equals NaN; floats within 1e-9).
 
     clembench logs Middle-Accuracy only when the middle round was played; we always log it (NaN
-    when aborted), so a NaN score that the recording lacks is not a difference.
+    when aborted), so a NaN score that the recording lacks is not a difference; nor are the
+    questioner's metrics, which clembench does not compute.
     """
     differences = []
     if set(recorded.turn_scores) != set(ours.turn_scores):
@@ -101,7 +107,7 @@ def compare_scores(recorded: EpisodeScores, ours: EpisodeScores) -> list[str]:
         if mine is None or not _same(value, mine):
             differences.append(f"{name}: recorded {value}, ours {mine}")
     for name, mine in ours.episode_scores.items():
-        if name not in recorded.episode_scores and not is_nan(mine):
+        if name not in recorded.episode_scores and not is_nan(mine) and not is_ours(name):
             differences.append(f"{name}: not recorded, ours {mine}")
     return differences
 

@@ -1,10 +1,11 @@
 """After a run, over its evaluation: write the result files and the terminal table.
 
 `write_results` writes what `evaluate` (evaluate.py) made of a run's records: our tables
-(results.json, results.md, episodes.csv, accuracy_by_round.png) and clembench's own raw.csv and
-results.csv, shaped as clemcore's clemeval writes them, so a run can sit next to published
-clembench results. `format_table` lays out the per-model table the CLI prints. Both end with
-`coverage_warning` when errored or unscored episodes are left out of the scores.
+(results.json, results.md, episodes.csv, accuracy_by_round.png, and questioner_by_turn.png when
+the questioner has scores) and clembench's own raw.csv and results.csv, shaped as clemcore's
+clemeval writes them, so a run can sit next to published clembench results. `format_table` lays
+out the per-model tables the CLI prints. Both end with `coverage_warning` when errored or
+unscored episodes are left out of the scores.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from privateshared.bench.evaluate import (
     group_episodes,
     mean,
 )
-from privateshared.bench.plots import plot_accuracy_by_round
+from privateshared.bench.plots import plot_accuracy_by_round, plot_questioner_by_turn
 from privateshared.graph.recorder import write_json, write_text
 from privateshared.graph.records import (
     ABORTED,
@@ -34,9 +35,13 @@ from privateshared.graph.records import (
     GAME_NAME,
     KAPPA,
     MAIN_SCORE,
+    QUESTIONER_SLOT_ACCURACY,
+    QUESTIONER_TASK_COMPLETION,
     SLOT_FILLING_ACCURACY,
 )
 
+ALL = "all"
+"""The experiment column's word for every experiment together."""
 PLAYED = "Played"
 """clemeval's metric inferred from Aborted (1 - Aborted); games never record it."""
 
@@ -76,18 +81,51 @@ def _cells(row: Aggregate) -> list[str]:
     return [*map(str, counts), _fixed(row.percent_played, 1), quality, _fixed(row.clemscore, 2)]
 
 
-def format_table(evaluation: Evaluation) -> str:
-    """Lay out the per-model table for the terminal, the coverage warning last if any."""
-    header = ["model", *(column.lower() for column in _COLUMNS)]
-    rows = [[row.model, *_cells(row)] for row in evaluation.models]
+_QUESTIONER_COLUMNS = ["episodes", "slot accuracy", "JGA", "hallucination rate",
+                       "violations / episode", "call validity", "task completion",
+                       "questions / episode"]  # fmt: skip
+
+
+def _questioner_cells(row: Aggregate) -> list[str]:
+    """The cells of `_QUESTIONER_COLUMNS`."""
+    rates = (
+        row.questioner_slot_accuracy, row.questioner_joint_goal_accuracy,
+        row.questioner_hallucination_rate, row.questioner_policy_violations,
+        row.questioner_call_validity, row.questioner_task_completion, row.questions_asked,
+    )  # fmt: skip
+    return [str(row.questioner_episodes), *(_fixed(value, 2) for value in rates)]
+
+
+def has_questioner_scores(evaluation: Evaluation) -> bool:
+    """Whether any scored episode has the questioner's scores."""
+    return evaluation.overall.questioner_episodes > 0
+
+
+def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
-    lines = [
+    return [
         "  ".join(
             cell.ljust(width) if i == 0 else cell.rjust(width)
             for i, (cell, width) in enumerate(zip(line, widths, strict=True))
         ).rstrip()
         for line in (header, *rows)
     ]
+
+
+def format_table(evaluation: Evaluation) -> str:
+    """Lay out the tables for the terminal: the questioner's if it has scores, then the
+    per-model table, then the coverage warning if any."""
+    lines: list[str] = []
+    if has_questioner_scores(evaluation):
+        short = ["questioner", "episodes", "slot acc", "jga", "halluc", "violations", "validity",
+                 "completion", "questions"]  # fmt: skip
+        rows = [[row.model, *_questioner_cells(row)] for row in evaluation.models
+                if row.questioner_episodes]  # fmt: skip
+        lines += [*_aligned(short, rows), ""]
+    # The headline table next to last: what a reader, or a script taking the last row that
+    # starts with a model's name, reads as the model's result.
+    header = ["model", *(column.lower() for column in _COLUMNS)]
+    lines += _aligned(header, [[row.model, *_cells(row)] for row in evaluation.models])
     # Last, so it is the line a user sees above the prompt.
     warning = coverage_warning(evaluation)
     return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
@@ -119,6 +157,27 @@ def format_markdown(evaluation: Evaluation) -> str:
         ],
     )
     warning = coverage_warning(evaluation)
+    questioner: list[str] = []
+    if has_questioner_scores(evaluation):
+        # Each model over all its experiments, then on each; every model together last.
+        groups = [
+            [model, *(row for row in evaluation.experiments if row.model == model.model)]
+            for model in evaluation.models
+        ]
+        rows = [row for group in groups for row in group] + [evaluation.overall]
+        table = _markdown(
+            ["model", "experiment", *_QUESTIONER_COLUMNS],
+            [[row.model, row.experiment or ALL, *_questioner_cells(row)]
+             for row in rows if row.questioner_episodes],
+            left=2,
+        )  # fmt: skip
+        questioner = [
+            "## Questioner\n\nThe questioner's belief state against what the answers gave, "
+            "averaged over the scored episodes (played or aborted) with questioner scores: slot "
+            "accuracy (recall), joint goal accuracy, hallucination rate (the precision "
+            "complement), rule violations and questions per episode, valid calls, completed "
+            f"tasks.\n\n{table}"
+        ]
     parts = [
         f"# {GAME_NAME} results",
         *([] if warning is None else [f"> **Warning:** {warning}"]),
@@ -126,6 +185,7 @@ def format_markdown(evaluation: Evaluation) -> str:
         f"## Per model and experiment\n\n{per_experiment}",
         "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
         f"episodes that completed it (aborted ones included).\n\n{per_round}",
+        *questioner,
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -144,7 +204,8 @@ def _number(value: float | None) -> str:
 
 def episodes_csv(evaluation: Evaluation) -> str:
     """Lay out episodes.csv: one row per episode, errored and unscored ones included."""
-    names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY]
+    names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, QUESTIONER_SLOT_ACCURACY,
+             QUESTIONER_TASK_COMPLETION]  # fmt: skip
     rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
     for episode in evaluation.episodes:
         values = [_number(episode.score(name)) for name in names]
@@ -213,4 +274,7 @@ def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
     if any(line.rounds for line in evaluation.rounds_by_model):
         plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.png")
         written.append(results_dir / "accuracy_by_round.png")
+    if any(line.slot_accuracy for line in evaluation.questioner_by_model):
+        plot_questioner_by_turn(evaluation, results_dir / "questioner_by_turn.png")
+        written.append(results_dir / "questioner_by_turn.png")
     return written

@@ -112,6 +112,7 @@ async def run_episodes(
     results_dir: Path,
     concurrency: int = 8,
     sequential_probes: bool = False,
+    judge: Player | None = None,
     on_finished: Callable[[Finished], None] = lambda finished: None,
 ) -> list[Finished]:
     """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends."""
@@ -127,7 +128,7 @@ async def run_episodes(
     async def play(episode: Episode) -> None:
         async with slots:
             context = GameContext(
-                answerer=episode.answerer, questioner=questioner,
+                answerer=episode.answerer, questioner=questioner, judge=judge,
                 sequential_probes=sequential_probes,
             )  # fmt: skip
             state = await play_episode(episode.instance, context)

@@ -2,8 +2,8 @@
 
 The pages are self-contained (inline CSS, no JavaScript) and every recorded text goes through
 `escape_text`: records hold model output. Besides the stylesheet this holds how a record's event
-and score are turned into text, the same on the transcript pages (transcript_page.py and
-transcript_probes.py) and on the index (transcripts.py).
+and score are turned into text, the same on the transcript pages (transcript_page.py,
+transcript_calls.py and transcript_probes.py) and on the index (transcripts.py).
 """
 
 from __future__ import annotations
@@ -96,6 +96,23 @@ section.turn h2 { font-size: 12px; font-weight: 600; color: var(--muted); text-t
 .say { white-space: pre-wrap; overflow-wrap: anywhere; }
 .say.instructions { font-size: 13px; }
 .say.pseudo { font-style: italic; }
+.bubble.q.failed { background: #fff6f5; box-shadow: inset 0 0 0 1px #ffcecb; }
+.say.remark { font-size: 13px; font-style: italic; color: var(--muted); }
+.say.remark::before { content: "text, sent to no one: "; font-style: normal; font-size: 11px; }
+ul.calls { list-style: none; margin: 5px 0 0; padding: 0; }
+li.call { display: flex; flex-wrap: wrap; gap: 2px 8px; align-items: baseline; font-size: 12px;
+  margin: 2px 0; }
+li.call .sig { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px;
+  background: rgba(255, 255, 255, .75); border-radius: 5px; padding: 0 6px;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
+li.call.invalid .sig { background: #ffebe9; color: var(--wrong); }
+.verdict.right { color: var(--right); }
+.verdict.wrong { color: var(--wrong); }
+.check { color: var(--muted); }
+span.violation { background: var(--wrong); color: #fff; border-radius: 8px; padding: 0 7px;
+  font-size: 11px; font-weight: 600; }
+table.slots tr.head th { font-size: 11px; color: var(--muted); font-weight: 600;
+  text-transform: uppercase; letter-spacing: .04em; }
 .relay, .note, .fill { font-size: 12px; color: var(--muted); white-space: pre-wrap; }
 .relay { margin: -2px 0 0 12px; }
 .fill { margin: -2px 12px 0 0; }

@@ -2,9 +2,11 @@
 
 A transcript is drawn from an episode's records after the game (interactions.json, scores.json
 or error.json, instance.json), ours or clembench's: a header with the scores (or why there are
-none) and the answerer's private values, then the dialogue as chat bubbles, each turn's probing
-round folded under it (transcript_probes.py draws the rounds). transcripts.py reads the
-episode folders and writes the pages; this module only turns records into HTML.
+none), the answerer's private values and what the questioner recorded of them, then the dialogue
+as chat bubbles, the questioner's function calls in its bubbles (transcript_calls.py draws
+them), each turn's probing round folded under it (transcript_probes.py draws the rounds).
+transcripts.py reads the episode folders and writes the pages; this module only turns records
+into HTML.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from typing import Literal
 
 from pydantic import JsonValue
 
+from privateshared.bench.transcript_calls import (
+    TOOL_CALL,
+    asked_slot,
+    belief,
+    calls_in,
+    is_step,
+    render_step,
+    step_turn,
+)
 from privateshared.bench.transcript_html import (
     CSS,
     escape_text,
@@ -24,6 +35,7 @@ from privateshared.bench.transcript_html import (
     format_score,
 )
 from privateshared.bench.transcript_probes import render_round
+from privateshared.graph.questioning import is_true_value
 from privateshared.graph.records import (
     ABORTED,
     ACCURACY,
@@ -85,6 +97,10 @@ def _metadata_item(event: Event, answerer: str) -> str:
     if "pseudo_answer" in extra:
         note = '<div class="note">added by the game master</div>'
         return _bubble("a", f"Answerer · {answerer}", "pseudo", str(extra["pseudo_answer"]), note)
+    if isinstance(revealed := extra.get("revealed"), Mapping):
+        given = ", ".join(f"{slot} = {value}" for slot, value in revealed.items())
+        note = f"in the answer: {escape_text(given)}"
+        return f'<div class="row a"><div class="fill revealed">{note}</div></div>'
     if "shared_early" in extra or CLEMBENCH_EARLY.search(content):
         return _banner("early", "Value given early:", content)
     if content.startswith("Slot filled:"):
@@ -103,8 +119,6 @@ def _dialogue_item(event: Event, players: Mapping[str, str], question: str | Non
     """
     kind, content = event.action.type, event_text(event.action.content)
     route = (event.sender, event.to)
-    if kind == "get message" and event.sender == QUESTIONER:
-        return _bubble("q", f"Questioner · {_role_name(players, QUESTIONER)}", "question", content)
     if kind == "get message" and event.sender == ANSWERER:
         return _bubble("a", f"Answerer · {_role_name(players, ANSWERER)}", "answer", content)
     if kind == "send message" and route == (GM, ANSWERER):
@@ -127,11 +141,18 @@ def _dialogue_item(event: Event, players: Mapping[str, str], question: str | Non
 
 
 def _blocks(events: Sequence[Event]) -> Iterator[tuple[str, list[Event]]]:
-    """Split a turn into dialogue events and probing rounds ("Begin probing" ... "End")."""
+    """Split a turn into dialogue events, questioner replies with their calls ("step"), and
+    probing rounds ("Begin probing" ... "End probing")."""
     index = 0
     while index < len(events):
         event = events[index]
-        if event.action.type == "info" and event.action.content == "Begin probing":
+        if is_step(event):
+            end = index + 1
+            while end < len(events) and events[end].action.type == TOOL_CALL:
+                end += 1
+            yield "step", list(events[index:end])
+            index = end
+        elif event.action.type == "info" and event.action.content == "Begin probing":
             end = index + 1
             while end < len(events) and events[end].action.type in PROBE_EVENTS:
                 end += 1
@@ -149,32 +170,70 @@ def _render_turn(
     """One turn: its dialogue events in order, its probing round folded where it was played."""
     parts: list[str] = []
     question: str | None = None
+    questioner = _role_name(interactions.players, QUESTIONER)
+    sent, asked_for = _sent_question(events), asked_slot(calls_in(events))
     for kind, block in _blocks(events):
         if kind == "round":
             index = next(rounds)  # the k-th probing round of the episode is `probes[k]`
             entries = interactions.probes[index] if index < len(interactions.probes) else []
             parts.append(render_round(index, block, entries))
-            continue
-        event = block[0]
-        if event.action.type == "get message" and event.sender == QUESTIONER:
-            question = event_text(event.action.content)
-        parts.append(_dialogue_item(event, interactions.players, question))
+        elif kind == "step":
+            step, asked = render_step(block, questioner, sent)
+            question = asked or question
+            parts.append(step)
+        else:
+            revealed = event_extra(block[0]).get("revealed")
+            if isinstance(revealed, Mapping) and set(revealed) == {asked_for}:
+                continue  # only the value asked for: the "value given" line says it
+            parts.append(_dialogue_item(block[0], interactions.players, question))
     return (
         f'<section class="turn"><h2>{escape_text(_turn_title(number, events))}</h2>{"".join(parts)}'
         f"</section>"
     )
 
 
+def _sent_question(events: Sequence[Event]) -> str | None:
+    """The turn's question as the game master sent it to the answerer, without its tag."""
+    sent = [
+        event_text(e.action.content) for e in events
+        if e.action.type == "send message" and (e.sender, e.to) == (GM, ANSWERER)
+    ]  # fmt: skip
+    return sent[0].split(": ", 1)[-1] if sent else None
+
+
 def _turn_title(number: int, events: Sequence[Event]) -> str:
     """ "Turn 2 · asks for BY" where our records name the slot asked for."""
     if number == 0:
         return "Turn 0 · instructions"
-    slots = [
-        event_extra(e)["slot"]
-        for e in events
-        if e.action.type == "metadata" and "slot" in event_extra(e)
-    ]
-    return f"Turn {number} · asks for {str(slots[0]).upper()}" if slots else f"Turn {number}"
+    calls = calls_in(events)
+    slot = asked_slot(calls) or next(  # records older than the function calls: from metadata
+        (
+            str(event_extra(e)["slot"])
+            for e in events
+            if e.action.type == "metadata" and "slot" in event_extra(e)
+        ),
+        None,
+    )
+    if slot:
+        return f"Turn {number} · asks for {slot.upper()}"
+    if any(call.valid and call.name == "finish" for call in calls):
+        return f"Turn {number} · finishes"
+    tried = any(is_step(event) and step_turn(event) is not None for event in events)  # ours
+    return f"Turn {number} · no valid question" if tried else f"Turn {number}"
+
+
+def _sections(turns: Sequence[Sequence[Event]]) -> Iterator[tuple[int, Sequence[Event]]]:
+    """Each turn's events, numbered. The questioner's replies of a turn that brought no
+    question (its last, finishing move, or the failed tries of a questioner out of tries) are
+    logged after the last turn's probing round; they get a section of their own."""
+    for number, events in enumerate(turns):
+        cut = next(
+            (i for i, e in enumerate(events) if is_step(e) and (step_turn(e) or 0) > number),
+            len(events),
+        )
+        yield number, events[:cut]
+        if cut < len(events):
+            yield step_turn(events[cut]) or number + 1, events[cut:]
 
 
 # --- the header ---------------------------------------------------------------------------
@@ -203,8 +262,22 @@ def _shared_from(interactions: Interactions) -> dict[str, int]:
     return shared
 
 
+def _belief_cell(
+    recorded: tuple[str, bool | None] | None, slot: str, values: Mapping[str, str] | None
+) -> str:
+    """What the questioner recorded for a slot, ✓/✗ against the true values (the instance's, as
+    the game master checks them; None without instance.json: then its check in the records)."""
+    if recorded is None:
+        return '<td class="belief wrong">\u2014 <span class="mark">\u2717</span></td>'
+    text, checked = recorded
+    true = is_true_value(text, slot, values) if values is not None else checked
+    state, mark = ("", "") if true is None else ("right", "\u2713") if true else ("wrong", "\u2717")
+    return f'<td class="belief {state}">{escape_text(text)} <span class="mark">{mark}</span></td>'
+
+
 def _render_slots(instance: Mapping[str, JsonValue] | None, interactions: Interactions) -> str:
-    """The answerer's private values, and when each became shared."""
+    """The answerer's private values, when each became shared, and what the questioner recorded
+    of them (only when it acted through function calls)."""
     slots = instance.get("slots") if instance is not None else None
     if isinstance(slots, dict):
         values = {str(slot): event_text(value) for slot, value in slots.items()}
@@ -214,15 +287,20 @@ def _render_slots(instance: Mapping[str, JsonValue] | None, interactions: Intera
         values = {target: "?" for target in targets}
         missing = '<p class="muted">No instance.json: the values are unknown.</p>'
     early, shared = _early_slots(interactions), _shared_from(interactions)
-    rows = []
+    recorded = belief([event for turn in interactions.turns for event in turn])
+    head = "<th>questioner recorded</th>" if recorded is not None else ""
+    rows = [f'<tr class="head"><th></th><th>value</th><th>probes</th>{head}</tr>']
     for slot, value in values.items():
         since = shared.get(slot.upper())
         when = "private in every probing round" if since is None else f"shared from round {since}"
         tag = ' <span class="tag early">given early</span>' if slot.upper() in early else ""
         css = ' class="early"' if tag else ""
+        mind = ""
+        if recorded is not None:
+            mind = _belief_cell(recorded.get(slot.lower()), slot, values if not missing else None)
         rows.append(
             f'<tr{css}><th class="slot">{escape_text(slot)}</th><td>{escape_text(value)}</td>'
-            f"<td>{when}{tag}</td></tr>"
+            f"<td>{when}{tag}</td>{mind}</tr>"
         )
     return (
         f'<table class="slots"><caption>The answerer\'s private values</caption>'
@@ -277,7 +355,7 @@ def render_transcript(
     rounds = itertools.count()
     turns = "".join(
         _render_turn(number, events, interactions, rounds)
-        for number, events in enumerate(interactions.turns)
+        for number, events in _sections(interactions.turns)
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

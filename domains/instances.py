@@ -110,6 +110,10 @@ class GameInstance(BaseModel):
     """The questioner's words for each slot."""
     probes: tuple[dict[str, str], ...]
     """One dict per probing round: slot -> probe question, in probing order."""
+    questioner: str = ""
+    """The questioner's role in plain words, e.g. travel agent (for an LLM questioner)."""
+    slot_descriptions: dict[str, str] = {}
+    """What each slot holds, never its value (for an LLM questioner)."""
 
 
 class InstancesError(ValueError):
@@ -121,9 +125,20 @@ PhrasingLookup = Callable[[str, int], str]
 
 
 def resolve_instance(
-    experiment: str, spec: InstanceSpec, request_text: PhrasingLookup, probe_text: PhrasingLookup
+    experiment: str,
+    spec: InstanceSpec,
+    request_text: PhrasingLookup,
+    probe_text: PhrasingLookup,
+    domain: Domain | None = None,
 ) -> GameInstance:
-    """Replace the phrasing indices of `spec` by texts."""
+    """Replace the phrasing indices of `spec` by texts; the domain, when known, describes the
+    questioner's role and the slots (else they are read off the tag and the slot names)."""
+    if domain is not None and set(domain.slots) == set(spec.slots):
+        questioner = domain.questioner
+        descriptions = {slot: domain.slots[slot].description for slot in spec.slots}
+    else:
+        questioner = spec.tag.lower().replace("-", " ")
+        descriptions = {slot: slot.replace("-", " ") for slot in spec.slots}
     return GameInstance(
         experiment=experiment,
         game_id=spec.game_id,
@@ -136,6 +151,8 @@ def resolve_instance(
             {slot: probe_text(slot, index) for slot, index in spec.probes[str(k)].items()}
             for k in range(len(spec.slots) + 1)
         ),
+        questioner=questioner,
+        slot_descriptions=descriptions,
     )
 
 
@@ -244,13 +261,14 @@ def playable_instances(
     """Every experiment of `file` with its instances' texts resolved, or `InstancesError`."""
     playable = []
     for index, experiment in enumerate(file.experiments):
+        domain = domains.get(experiment.domain) if experiment.domain is not None else None
         if experiment.domain is not None:
-            if experiment.domain not in domains:
+            if domain is None:
                 raise InstancesError(
                     f"{source}: experiment {experiment.name!r} uses domain "
                     f"{experiment.domain!r}, which is not installed; known: {', '.join(domains)}"
                 )
-            lookups = domain_phrasings(domains[experiment.domain])
+            lookups = domain_phrasings(domain)
         elif resources is not None:
             lookups = resource_phrasings(resources, experiment.name)
         else:
@@ -261,7 +279,7 @@ def playable_instances(
             )
         try:
             instances = [
-                resolve_instance(experiment.name, spec, *lookups)
+                resolve_instance(experiment.name, spec, *lookups, domain=domain)
                 for spec in experiment.game_instances
             ]
         except (KeyError, IndexError) as error:

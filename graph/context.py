@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchem
 from pydantic.json_schema import SkipJsonSchema
 
 from privateshared.agents.base import Player
-from privateshared.agents.registry import resolve_answerer, resolve_questioner
+from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
 
 MAX_TRIES = 5
 """Tries per probe before its value is invalid and the episode aborts (clembench: 5)."""
@@ -49,7 +49,16 @@ Answerer = Annotated[
 Questioner = Annotated[
     Player,
     PlainValidator(resolve_questioner),
-    WithJsonSchema({"type": "string", "description": "programmatic"}),
+    WithJsonSchema(
+        {**_PLAYER_SCHEMA, "description": "programmatic, a model name, or {model, base_url, ...}"}
+    ),
+]
+
+
+Judge = Annotated[
+    Player,
+    PlainValidator(resolve_judge),
+    WithJsonSchema({**_PLAYER_SCHEMA, "description": "a model name, or {model, base_url, ...}"}),
 ]
 
 
@@ -67,6 +76,8 @@ class GameContext(BaseModel):
     """The player under test."""
     questioner: Questioner = Field(default="programmatic", validate_default=True)
     """Who asks for the slots."""
+    judge: Judge | None = None
+    """A model that rates each of the questioner's questions; None for no rating."""
     max_tries: int = Field(default=MAX_TRIES, ge=1, le=MAX_TRIES)
     """Tries per probe (the first plus re-prompts)."""
     sequential_probes: bool = False

@@ -16,13 +16,11 @@ from privateshared.agents.base import ChatMessage, Player, PlayerFailure, Player
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG
 from privateshared.graph.context import GameContext, game_context
-from privateshared.graph.records import ANSWERER, QUESTIONER, CallFailure
-from privateshared.graph.state import EpisodeState, Exchange, Reply
+from privateshared.graph.records import ANSWERER, CallFailure
+from privateshared.graph.state import EpisodeState, Exchange, QuestionerStep, Reply
 
 PSEUDO_ANSWER = "Ok."
 """Put in the answerer's mouth after the instructions, so the dialogue starts with its turn."""
-QUESTIONER_CUE = "Ask your next question."
-"""What the game master tells the questioner each turn."""
 SLOT_FILLING_ABORT = "invalid format in slot filling"
 
 
@@ -65,8 +63,9 @@ async def call_player(player: Player, request: PlayerRequest, clock: Callable[[]
     sent_at = clock()
     reply = await player.respond(request)
     return Reply(
-        text=reply.text, sent_at=sent_at, received_at=clock(), prompt=reply.prompt, raw=reply.raw
-    )
+        text=reply.text, sent_at=sent_at, received_at=clock(), prompt=reply.prompt, raw=reply.raw,
+        tool_calls=reply.tool_calls,
+    )  # fmt: skip
 
 
 def call_failure(
@@ -114,26 +113,6 @@ async def instruct_answerer(
     return {"instance": instance, "dialogue": [instructions]}
 
 
-async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
-    """Get the questioner's next question, for the next slot in the instance's request order."""
-    ctx = game_context(runtime)
-    assert state.instance is not None  # set by instruct_answerer
-    turn = len(state.dialogue)
-    slot = state.instance.request_order[turn - 1]
-    cue = (ChatMessage(role="user", content=QUESTIONER_CUE),)
-    asked = PlayerRequest(
-        kind="request", messages=cue, instance=state.instance, turn=turn, slot=slot
-    )
-    try:
-        request = await call_player(ctx.questioner, asked, ctx.clock)
-    except PlayerFailure as failure:
-        return {"error": call_failure(failure, QUESTIONER, ctx.questioner, asked, ctx.clock())}
-    exchange = Exchange(
-        slot=slot, request=request, message=f"{state.instance.tag}: {request.text.strip()}"
-    )
-    return {"dialogue": [*state.dialogue, exchange]}
-
-
 async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Get the answer, check its format and filling, and mark every slot it shares as shared."""
     ctx = game_context(runtime)
@@ -151,9 +130,14 @@ async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) ->
     except PlayerFailure as failure:
         return {"error": call_failure(failure, ANSWERER, ctx.answerer, question, ctx.clock())}
     parsed = parse_answer(answer.text)
+    heard = deliver_answer(state.questioner_steps, parsed or answer.text)
     if parsed is None:
         answered = exchange.model_copy(update={"answer": answer})
-        return {"dialogue": [*state.dialogue[:-1], answered], "abort_reason": SLOT_FILLING_ABORT}
+        return {
+            "dialogue": [*state.dialogue[:-1], answered],
+            "questioner_steps": heard,
+            "abort_reason": SLOT_FILLING_ABORT,
+        }
     answered = exchange.model_copy(
         update={
             "answer": answer,
@@ -168,5 +152,21 @@ async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) ->
     )
     return {
         "dialogue": [*state.dialogue[:-1], answered],
+        "questioner_steps": heard,
         "shared_since": {**state.shared_since, **dict.fromkeys(sorted(newly_shared), turn)},
     }
+
+
+def deliver_answer(steps: list[QuestionerStep], answer: str) -> list[QuestionerStep]:
+    """`steps` with the latest question's result set to the answer it got: the questioner
+    hears the answer as the result of its `ask` call."""
+    if not steps:
+        return steps
+    *earlier, last = steps
+    calls = tuple(
+        record.model_copy(update={"result": f"Answer: {answer}"})
+        if record.valid and record.call.name == "ask"
+        else record
+        for record in last.calls
+    )
+    return [*earlier, last.model_copy(update={"calls": calls})]

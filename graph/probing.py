@@ -65,7 +65,8 @@ async def probe_slot(
 ) -> tuple[Probe, CallFailure | None]:
     """Ask one probe until its reply is valid or `ctx.max_tries` tries are used; a call that
     fails for good ends the probe early, with what it had so far."""
-    question = instance.probes[round_index][slot]
+    # Instances phrase n + 1 rounds; a questioner that asks more reuses the last round's texts.
+    question = instance.probes[min(round_index, len(instance.probes) - 1)][slot]
     attempts: list[ProbeAttempt] = []
     for attempt in range(1, ctx.max_tries + 1):
         message = probe_message(question, attempt)
@@ -102,7 +103,7 @@ async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dic
         gold: ProbeAnswer = "yes" if slot in state.shared_since else "no"
         return await probe_slot(context, instance, round_index, slot, gold, ctx)
 
-    order = list(instance.probes[round_index])
+    order = list(instance.probes[min(round_index, len(instance.probes) - 1)])
     outcomes: list[tuple[Probe, CallFailure | None]] = []
     if ctx.sequential_probes:
         for slot in order:

@@ -10,10 +10,15 @@ as clembench's privateshared does:
   (extra keys `round`, `slot`, `try`); the answer carries the model call in requests.json;
 - `check`: a probe is done; whether its reply matches the truth (extra keys `slot`, `gold`,
   `answer`). Every probe ends with exactly one `check`;
+- `tool call`: one function call of the questioner, after its `get message` (extra keys `id`,
+  `name`, `arguments`, `valid`, `result` (what the questioner was told; for `ask`, the answer),
+  `intermediate_results` (what the game master checked), `turn`, `attempt`);
+- `judgment`: the judge's rating of question `turn` (extra keys `question`, `score` (1-5, or
+  null when its reply could not be read), `reason`), after the judge's `get message`;
 - `end`: the episode is over.
 
 `metadata` events with the extra key `shared_early` mark slots whose value an answer gave away
-before the questioner asked for it.
+before the questioner asked for it; those with `revealed` list the values an answer gave.
 
 This module is the only code in `graph/` that touches the filesystem.
 """
@@ -29,13 +34,14 @@ from pathlib import Path
 from pydantic import BaseModel, JsonValue
 
 from privateshared.graph.context import GameContext
-from privateshared.graph.dialogue import PSEUDO_ANSWER, QUESTIONER_CUE
+from privateshared.graph.dialogue import PSEUDO_ANSWER, revealed_slots
 from privateshared.graph.probing import probe_message
 from privateshared.graph.records import (
     ANSWERER,
     GAME_NAME,
     GM,
     INVALID_PROBE_VALUE,
+    JUDGE,
     QUESTIONER,
     Action,
     CallFailure,
@@ -45,18 +51,21 @@ from privateshared.graph.records import (
     Interactions,
     ProbeEntry,
 )
-from privateshared.graph.state import EpisodeState, Exchange, Probe, Reply
+from privateshared.graph.state import EpisodeState, Exchange, Probe, QuestionerStep, Reply
 
 PROBE_VALUES = {"yes": 1, "no": 0}
 
 
 def describe_players(ctx: GameContext) -> dict[str, str]:
     """The `players` entry of interactions.json."""
-    return {
+    players = {
         GM: f"Game master for {GAME_NAME}",
         ANSWERER: f"Answerer: {ctx.answerer.name}",
         QUESTIONER: f"Questioner: {ctx.questioner.name}",
     }
+    if ctx.judge is not None:
+        players[JUDGE] = f"Judge: {ctx.judge.name}"
+    return players
 
 
 class _Log:
@@ -106,12 +115,6 @@ def _log_exchange(log: _Log, state: EpisodeState, turn: int, exchange: Exchange)
             extra={"pseudo_answer": PSEUDO_ANSWER},
         )
         return
-    if exchange.request is not None:
-        log.event(GM, QUESTIONER, "send message", QUESTIONER_CUE, at=exchange.request.sent_at)
-        log.event(
-            QUESTIONER, GM, "get message", exchange.request.text,
-            at=exchange.request.received_at, call=exchange.request,
-        )  # fmt: skip
     if exchange.answer is None:
         return
     answer = exchange.answer
@@ -121,6 +124,14 @@ def _log_exchange(log: _Log, state: EpisodeState, turn: int, exchange: Exchange)
         return
     log.event(GM, GM, "parse", exchange.parsed)
     log.event(GM, GM, "metadata", f"Slot filled: {exchange.filled}", extra={"slot": exchange.slot})
+    assert state.instance is not None
+    values = state.instance.slots
+    revealed: dict[str, JsonValue] = {
+        slot: values[slot] for slot in sorted(revealed_slots(answer.text, values))
+    }
+    if revealed:
+        given = ", ".join(values[slot] for slot in revealed)
+        log.event(GM, GM, "metadata", f"Values given: {given}.", extra={"revealed": revealed})
     for slot, since in state.shared_since.items():
         if since == turn and slot != exchange.slot:
             log.event(
@@ -129,6 +140,24 @@ def _log_exchange(log: _Log, state: EpisodeState, turn: int, exchange: Exchange)
                 extra={"shared_early": slot},
             )  # fmt: skip
     log.event(GM, QUESTIONER, "send message", exchange.parsed)
+
+
+def _log_questioner_step(log: _Log, step: QuestionerStep) -> None:
+    reply = step.reply
+    where: dict[str, JsonValue] = {"turn": step.turn, "attempt": step.attempt}
+    log.event(QUESTIONER, GM, "get message", reply.text, at=reply.received_at, call=reply,
+              extra=where)  # fmt: skip
+    for record in step.calls:
+        call = record.call
+        shown = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else ""
+        log.event(
+            GM, GM, "tool call", f"{call.name}({shown})",
+            extra={
+                "id": call.id, "name": call.name, "arguments": call.arguments,
+                "valid": record.valid, "result": record.result,
+                "intermediate_results": record.intermediate_results, **where,
+            },
+        )  # fmt: skip
 
 
 def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
@@ -176,12 +205,29 @@ def build_records(
     for turn in range(max(len(state.dialogue), len(state.probe_rounds))):
         log.next_turn()
         if turn < len(state.dialogue):
+            for step in state.questioner_steps:
+                if step.turn == turn:
+                    _log_questioner_step(log, step)
             _log_exchange(log, state, turn, state.dialogue[turn])
         if turn < len(state.probe_rounds):
             log.event(GM, GM, "info", "Begin probing", extra={"round": turn})
             for probe in state.probe_rounds[turn]:
                 _log_probe(log, turn, probe)
             log.event(GM, GM, "info", "End probing", extra={"round": turn})
+    # Steps of a turn that brought no question: the finishing one, or a questioner's failed tries.
+    for step in state.questioner_steps:
+        if step.turn >= len(state.dialogue):
+            _log_questioner_step(log, step)
+    for judgment in state.judgments:
+        reply = judgment.reply
+        log.event(JUDGE, GM, "get message", reply.text, at=reply.received_at, call=reply,
+                  extra={"turn": judgment.turn})  # fmt: skip
+        rating = "unreadable, counted as missing" if judgment.score is None else judgment.score
+        log.event(
+            GM, GM, "judgment", f"Question {judgment.turn} rated {rating}.",
+            extra={"turn": judgment.turn, "question": judgment.question,
+                   "score": judgment.score, "reason": judgment.reason},
+        )  # fmt: skip
     if state.abort_reason is not None:
         log.event(GM, GM, "invalid format", f"Abort: {state.abort_reason}.")
     if state.error is not None:
@@ -194,9 +240,11 @@ def build_records(
         )  # fmt: skip
     log.event(GM, GM, "end", "Game finished." if state.error is None else "Game stopped.")
 
-    requests = [0] * (n + 1)
-    parsed = [0] * (n + 1)
-    violated = [0] * (n + 1)
+    # One count per probing round: n + 1, or more when a questioner asked more than n questions.
+    rounds = max(n + 1, len(state.dialogue), len(state.probe_rounds))
+    requests = [0] * rounds
+    parsed = [0] * rounds
+    violated = [0] * rounds
     for turn, exchange in enumerate(state.dialogue):
         if exchange.slot is not None and exchange.answer is not None:
             requests[turn] += 1

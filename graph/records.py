@@ -14,6 +14,7 @@ GAME_NAME = "privateshared"
 GM = "GM"
 ANSWERER = "Player 1"
 QUESTIONER = "Player 2"
+JUDGE = "Player 3"
 
 # Keys of interactions.json and names of scores, as clembench spells them.
 REQUEST_COUNT = "Request Count"
@@ -32,6 +33,26 @@ SLOT_FILLING_ACCURACY = "Slot-Filling-Accuracy"
 MAIN_SCORE = "Main Score"
 LOSE = "Lose"
 SUCCESS = "Success"
+
+# The questioner's scores (questioner_metrics.py), ours alone: clembench's questioner made no
+# function calls, so its records never have them.
+QUESTIONER_SLOT_ACCURACY = "Questioner Slot Accuracy"
+QUESTIONER_JOINT_GOAL_ACCURACY = "Questioner Joint Goal Accuracy"
+QUESTIONER_HALLUCINATION_RATE = "Questioner Hallucination Rate"
+QUESTIONER_POLICY_VIOLATIONS = "Questioner Policy Violations"
+QUESTIONER_CALL_VALIDITY = "Questioner Call Validity"
+QUESTIONER_TASK_COMPLETION = "Questioner Task Completion"
+QUESTIONS_ASKED = "Questions Asked"
+QUESTIONER_JUDGE_SCORE = "Questioner Judge Score"
+"""Mean rating (1 to 5) of the questions by an LLM judge, over the ratings it could read."""
+QUESTIONER_JUDGE_MISSING = "Questioner Judge Missing"
+"""Ratings the judge gave that could not be read: missing, never counted as 0."""
+QUESTIONER_SCORES = (
+    QUESTIONER_SLOT_ACCURACY, QUESTIONER_JOINT_GOAL_ACCURACY, QUESTIONER_HALLUCINATION_RATE,
+    QUESTIONER_POLICY_VIOLATIONS, QUESTIONER_CALL_VALIDITY, QUESTIONER_TASK_COMPLETION,
+    QUESTIONS_ASKED,
+)  # fmt: skip
+"""Every questioner episode score, in the order scores.json lists them."""
 
 INVALID_PROBE_VALUE = 2
 """A probe's `value` when no try gave a valid yes or no (clembench's INVALID_LABEL)."""

@@ -1,33 +1,45 @@
 """Where the episode goes after each step. Routers return node names as `Literal`s so that
-LangGraph Studio can draw every edge."""
+LangGraph Studio can draw every edge. An episode that ends goes to `judge_questions` (which does
+nothing without a judge) and then to `score_episode`."""
 
 from __future__ import annotations
 
 from typing import Literal
 
+from privateshared.graph.questioning import has_finished, question_limit
 from privateshared.graph.state import EpisodeState
 
 End = Literal["__end__"]
 """A call that failed for good ends the episode unscored: there is nothing to score it on."""
 
 
-def route_after_probe(state: EpisodeState) -> Literal["ask_question", "score_episode"] | End:
-    """Ask the next question while slots remain and the rules are kept."""
+def route_after_probe(state: EpisodeState) -> Literal["ask_question", "judge_questions"] | End:
+    """Give the questioner its next turn while the rules are kept and it has not finished: one
+    question per slot and three more, then a last turn to record and finish."""
     if state.error is not None:
         return "__end__"
     if state.abort_reason is not None or state.instance is None:
-        return "score_episode"
-    asked = len(state.dialogue) - 1  # turn 0 holds the instructions
-    return "ask_question" if asked < len(state.instance.request_order) else "score_episode"
+        return "judge_questions"
+    # After the last question allowed, the questioner still gets a turn to record and finish.
+    final_turn = question_limit(state.instance) + 1
+    steps = state.questioner_steps
+    if has_finished(steps) or any(step.turn >= final_turn for step in steps):
+        return "judge_questions"
+    return "ask_question"
 
 
-def route_after_question(state: EpisodeState) -> Literal["answer_question"] | End:
-    """Pass the question on, unless the questioner could not be reached."""
-    return "__end__" if state.error is not None else "answer_question"
+def route_after_question(
+    state: EpisodeState,
+) -> Literal["answer_question", "judge_questions"] | End:
+    """Pass a new question on; end when the questioner finished or made no valid move."""
+    if state.error is not None:
+        return "__end__"
+    pending = len(state.dialogue) > 1 and state.dialogue[-1].answer is None
+    return "answer_question" if pending else "judge_questions"
 
 
-def route_after_answer(state: EpisodeState) -> Literal["probe_round", "score_episode"] | End:
+def route_after_answer(state: EpisodeState) -> Literal["probe_round", "judge_questions"] | End:
     """Probe after every valid answer; a broken answer ends the episode."""
     if state.error is not None:
         return "__end__"
-    return "score_episode" if state.abort_reason is not None else "probe_round"
+    return "judge_questions" if state.abort_reason is not None else "probe_round"

@@ -2,7 +2,8 @@
 
 `score_interactions` is the one scoring function: the graph's last node calls it on the records it
 derives from the state, and `privateshared score` calls it on `interactions.json` files, ours or
-clembench's.
+clembench's. Records of a questioner acting through functions also get the questioner's scores
+(questioner_metrics.py); clembench's have none, and keep exactly clembench's scores.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.questioner_metrics import questioner_scores
 from privateshared.graph.recorder import build_records, describe_players
 from privateshared.graph.records import (
     ABORTED,
@@ -145,6 +147,13 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
         }
     episode |= totals
     episode[REQUEST_SUCCESS_RATIO] = ratio
+    # Only a questioner acting through functions has these: clembench's records stay as scored.
+    questioner = questioner_scores(interactions)
+    if questioner is not None:
+        for key, scores in questioner.turn_scores.items():
+            # An aborted episode may have no probing round scored before a questioner turn.
+            turn_scores.setdefault(key, {}).update(scores)
+        episode |= questioner.episode_scores
     return EpisodeScores(turn_scores=turn_scores, episode_scores=episode)
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from privateshared.agents.base import ToolCall
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.records import CallFailure, EpisodeScores
 
@@ -30,6 +31,8 @@ class Reply(BaseModel):
     """The request as sent; None for a pseudo reply that no player gave."""
     raw: JsonValue = None
     """The response as received; None for a pseudo reply."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The functions the player called (the questioner acts only through them)."""
 
 
 class Exchange(BaseModel):
@@ -87,6 +90,47 @@ class Probe(BaseModel):
         return self.attempts[-1].parsed if self.attempts else None
 
 
+class ToolCallRecord(BaseModel):
+    """One function call of the questioner, as the game master executed it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: ToolCall
+    valid: bool
+    """Whether the game master could carry the call out."""
+    result: str
+    """What the questioner was told; for `ask`, the answer it got."""
+    intermediate_results: dict[str, JsonValue] = {}
+    """What the game master checked, never shown to the questioner (e.g. whether a recorded
+    value is the true one, whether the slot had been asked)."""
+
+
+class QuestionerStep(BaseModel):
+    """One reply of the questioner and the calls it made; a turn takes more than one step when
+    the game master has to ask again for a valid question."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int
+    """The dialogue turn the step prepares (its question is question `turn`)."""
+    attempt: int
+    reply: Reply
+    calls: tuple[ToolCallRecord, ...]
+
+
+class Judgment(BaseModel):
+    """A judge's rating of one of the questioner's questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int
+    question: str
+    score: int | None
+    """1 to 5; None when the judge's reply could not be read (missing, not 0)."""
+    reason: str | None
+    reply: Reply
+
+
 class EpisodeState(BaseModel):
     """Everything about one episode that the nodes share."""
 
@@ -102,6 +146,12 @@ class EpisodeState(BaseModel):
     """Slot -> dialogue turn after which the questioner knows it. Slots absent are private."""
     probe_rounds: list[list[Probe]] = []
     """Probing round k follows dialogue turn k; probes in the order asked."""
+    questioner_steps: list[QuestionerStep] = []
+    """Every reply of the questioner, with its function calls."""
+    belief: dict[str, str] = {}
+    """The questioner's belief state: what it recorded for each slot, its latest value."""
+    judgments: list[Judgment] = []
+    """The judge's ratings of the questions, when a judge is set."""
     abort_reason: str | None = None
     """Why the game master aborted the episode; None while the rules are kept."""
     error: CallFailure | None = None

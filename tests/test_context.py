@@ -35,7 +35,7 @@ def test_players_by_name_and_by_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ({"answerer": "mock:x"}, "bad answerer 'mock:x'"),
         ({"answerer": {"model": "m", "colour": 1}}, "bad model spec: colour"),
-        ({"questioner": "oracle"}, "unknown questioner 'oracle'"),
+        ({"questioner": "oracle"}, "'oracle' is an answerer"),
         ({"max_tries": 6}, "less than or equal to 5"),
     ],
     ids=["bad-seed", "unknown-spec-key", "oracle-as-questioner", "too-many-tries"],

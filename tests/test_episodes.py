@@ -38,7 +38,7 @@ class Scripted:
         text = self.script(request)
         if text is None:
             return await ORACLE.respond(request)
-        return PlayerReply(text=text, prompt=[m.model_dump() for m in request.messages], raw=None)
+        return PlayerReply(text=text, prompt=[m.to_openai() for m in request.messages], raw=None)
 
 
 async def play(

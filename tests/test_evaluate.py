@@ -16,7 +16,16 @@ import pytest
 
 from privateshared.bench.cli import main
 from privateshared.bench.evaluate import Aggregate, Evaluation, ResultsError, collect, evaluate
-from privateshared.bench.results import format_table, write_results
+from privateshared.bench.results import format_markdown, format_table, write_results
+from privateshared.graph.records import (
+    QUESTIONER_CALL_VALIDITY,
+    QUESTIONER_HALLUCINATION_RATE,
+    QUESTIONER_JOINT_GOAL_ACCURACY,
+    QUESTIONER_POLICY_VIOLATIONS,
+    QUESTIONER_SLOT_ACCURACY,
+    QUESTIONER_TASK_COMPLETION,
+    QUESTIONS_ASKED,
+)
 
 ALPHA = "alpha-t0.0--alpha-t0.0"
 BETA = "beta-t0.0--beta-t0.0"
@@ -194,12 +203,14 @@ def test_episodes_csv_keeps_errored_and_unscored_episodes(
     write_results(results, evaluation)
     lines = (results / "episodes.csv").read_text().splitlines()
     assert lines[0] == (
-        "model,experiment,episode,status,Main Score,Accuracy,Kappa,Slot-Filling-Accuracy,error kind"
+        "model,experiment,episode,status,Main Score,Accuracy,Kappa,Slot-Filling-Accuracy,"
+        "Questioner Slot Accuracy,Questioner Task Completion,error kind"
     )
     assert len(lines) == 1 + 9
-    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75," in lines
-    assert f"{ALPHA},{JOBS},episode_1,errored,,,,,APITimeoutError" in lines
-    assert f"{ALPHA},{JOBS},episode_2,unscored,,,,," in lines
+    # No questioner scores in these records (as in clembench's): empty fields.
+    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,,," in lines
+    assert f"{ALPHA},{JOBS},episode_1,errored,,,,,,,APITimeoutError" in lines
+    assert f"{ALPHA},{JOBS},episode_2,unscored,,,,,,," in lines
 
 
 def test_results_md_and_table_warn_about_missing_episodes(
@@ -304,3 +315,86 @@ def test_a_real_run_evaluates_oracle_perfectly(tmp_path: Path) -> None:
         "oracle-t0.0--oracle-t0.0,100.0,100.0,100.0,100.0,100.0"
         in (records / "results.csv").read_text().splitlines()
     )
+
+
+def _questioned(
+    results: Path, experiment: str, game_id: int, main: float | None,
+    scores: tuple[float, float, float, int, float, int, int], slot_accuracy: list[float],
+) -> None:  # fmt: skip
+    """An alpha episode with the questioner's episode scores (slot accuracy, JGA, hallucination,
+    violations, validity, task completion, questions) and its slot accuracy per probing round."""
+    rounds = [1.0] * len(slot_accuracy)
+    _scored(results, ALPHA, experiment, game_id, main, rounds)
+    path = results / ALPHA / "privateshared" / experiment / f"episode_{game_id}" / "scores.json"
+    recorded = json.loads(path.read_text())
+    names = [QUESTIONER_SLOT_ACCURACY, QUESTIONER_JOINT_GOAL_ACCURACY,
+             QUESTIONER_HALLUCINATION_RATE, QUESTIONER_POLICY_VIOLATIONS,
+             QUESTIONER_CALL_VALIDITY, QUESTIONER_TASK_COMPLETION, QUESTIONS_ASKED]  # fmt: skip
+    recorded["episode scores"] |= dict(zip(names, scores, strict=True))
+    for k, value in enumerate(slot_accuracy):
+        recorded["turn scores"][str(k)][QUESTIONER_SLOT_ACCURACY] = value
+    path.write_text(json.dumps(recorded, allow_nan=True))
+
+
+def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
+    folder = tmp_path / "questioned"  # beside the fixture's results, which have none
+    # alpha: a perfect questioner; one whose every call was broken (aborted); a middling one.
+    _questioned(folder, TRAVEL, 0, 80.0, (1.0, 1.0, 0.0, 0, 1.0, 1, 3), [NAN, 1.0, 1.0, 1.0])
+    _questioned(folder, TRAVEL, 1, None, (NAN, 1.0, NAN, 0, 0.0, 0, 0), [NAN])
+    _questioned(folder, JOBS, 0, 60.0, (0.5, 0.5, 0.5, 2, 0.8, 0, 4), [NAN, 0.0, 1.0])
+    _scored(folder, BETA, TRAVEL, 0, 40.0, [1.0])  # clembench's records: no questioner scores
+    evaluation = evaluate(collect(folder))
+    alpha = _row(evaluation.models, ALPHA)
+    assert alpha.questioner_episodes == 3
+    # Means over the episodes defining each: slot accuracy (1 + 0.5) / 2, hallucination
+    # (0 + 0.5) / 2; the rest over all three.
+    assert (alpha.questioner_slot_accuracy, alpha.questioner_hallucination_rate) == (0.75, 0.25)
+    assert alpha.questioner_joint_goal_accuracy == pytest.approx(2.5 / 3)
+    assert alpha.questioner_policy_violations == pytest.approx(2 / 3)
+    assert alpha.questioner_call_validity == pytest.approx(0.6)
+    assert alpha.questioner_task_completion == pytest.approx(1 / 3)
+    assert alpha.questions_asked == pytest.approx(7 / 3)
+    beta = _row(evaluation.models, BETA)
+    assert beta.questioner_episodes == 0 and math.isnan(beta.questioner_slot_accuracy)
+    assert evaluation.overall.questioner_episodes == 3
+    # Turn t is probing round t - 1: turn 2 is (1 + 0) / 2, turns 3 and 4 all 1; turn 1 never
+    # defined (nothing revealed yet).
+    (alpha_turns, beta_turns) = evaluation.questioner_by_model
+    assert alpha_turns.slot_accuracy == {2: 0.5, 3: 1.0, 4: 1.0}
+    assert alpha_turns.episodes == {2: 2, 3: 2, 4: 1}
+    assert beta_turns.slot_accuracy == {}
+
+    written = [path.name for path in write_results(folder, evaluation)]
+    assert written[-2:] == ["accuracy_by_round.png", "questioner_by_turn.png"]
+    assert (folder / "questioner_by_turn.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (folder / "results.md").read_text()
+    table = markdown[markdown.index("## Questioner") :]
+    assert table.splitlines()[4:] == [
+        "| model | experiment | episodes | slot accuracy | JGA | hallucination rate "
+        "| violations / episode | call validity | task completion | questions / episode |",
+        "| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+        f"| {ALPHA} | all | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
+        f"| {ALPHA} | travel-booking | 2 | 1.00 | 1.00 | 0.00 | 0.00 | 0.50 | 0.50 | 1.50 |",
+        f"| {ALPHA} | job-interview | 1 | 0.50 | 0.50 | 0.50 | 2.00 | 0.80 | 0.00 | 4.00 |",
+        "| all | all | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
+    ]  # beta has no questioner scores: no row
+    episodes = (folder / "episodes.csv").read_text().splitlines()
+    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,1.0,1.0," in episodes
+    assert f"{ALPHA},{TRAVEL},episode_1,aborted,,,,,,0.0," in episodes
+    assert f"{BETA},{TRAVEL},episode_0,played,40.0,0.9,0.8,0.75,,," in episodes
+    raw = (folder / "raw.csv").read_text()
+    assert f"{ALPHA},{JOBS},episode_0,Questions Asked,4.0" in raw
+    # In the terminal, the questioner's table comes first: the per-model one stays last.
+    lines = format_table(evaluation).splitlines()
+    questioner, per_model = lines[: lines.index("")], lines[lines.index("") + 1 :]
+    assert questioner[0].split()[:3] == ["questioner", "episodes", "slot"]
+    assert questioner[1].split() == [ALPHA, "3", "0.75", "0.83", "0.25", "0.67", "0.60", "0.33",
+                                     "2.33"]  # fmt: skip
+    assert len(questioner) == 2
+    assert per_model[0].split()[0] == "model" and len(per_model) == 3
+
+    # Records without questioner scores (the fixture's) get neither table nor plot.
+    plain = evaluate(collect(results))
+    assert "Questioner" not in format_markdown(plain)
+    assert "questioner" not in format_table(plain)
+    assert "questioner_by_turn.png" not in [path.name for path in write_results(results, plain)]

@@ -110,7 +110,7 @@ class Scripted:
         text = self.script(request)
         if text is None:
             return await ORACLE.respond(request)
-        return PlayerReply(text=text, prompt=[m.model_dump() for m in request.messages], raw=None)
+        return PlayerReply(text=text, prompt=[m.to_openai() for m in request.messages], raw=None)
 
 
 def eventful(request: PlayerRequest) -> str | None:
@@ -190,6 +190,15 @@ def probes_shown(page: Node) -> list[tuple[int, str, Node]]:
     ]
 
 
+def belief_column(page: Node) -> dict[str, tuple[str, str]]:
+    """Slot -> the questioner's recorded value as the header shows it, and its mark's class."""
+    return {
+        row.find("th")[0].text(): (cell.text(), "right" if "right" in cell.classes else "wrong")
+        for row in page.find("header")[0].find("tr")
+        for cell in row.find("td", "belief")
+    }
+
+
 # --- the transcript -----------------------------------------------------------------------
 
 
@@ -197,8 +206,18 @@ async def test_header_names_the_model_values_and_scores(eventful_episode: Render
     header = eventful_episode.page.find("header")[0]
     title = header.find("h1")[0].text()
     assert "scripted" in title and "travel-booking" in title and "episode 7" in title
-    values = {row.find("th")[0].text(): row.find("td")[0].text() for row in header.find("tr")}
+    values = {
+        row.find("th")[0].text(): row.find("td")[0].text()
+        for row in header.find("tr")
+        if "head" not in row.classes
+    }
     assert values == {"from": "Lisbon", "to": "Budapest", "by": "Night train"}
+    # The programmatic questioner records every value it asks for, and no other.
+    assert belief_column(eventful_episode.page) == {
+        "from": ("Lisbon \u2713", "right"),
+        "to": ("Budapest \u2713", "right"),
+        "by": ("Night train \u2713", "right"),
+    }
     scores = {
         card.find("dt")[0].text(): card.find("dd")[0].text() for card in header.find("", "score")
     }
@@ -206,24 +225,51 @@ async def test_header_names_the_model_values_and_scores(eventful_episode: Render
     assert scores["Aborted"] == "0" and scores["Slot-Filling-Accuracy"] == "1.00"
 
 
-async def test_every_question_and_answer_is_a_bubble_in_order(eventful_episode: Rendered) -> None:
-    expected = [
-        ("q" if event.sender == "Player 2" else "a", str(event.action.content))
-        for turn in eventful_episode.interactions.turns
-        for event in turn
-        if event.action.type == "get message"
-    ]
-    shown = [
-        (side, bubble.find("", "say")[0].text())
-        for bubble in eventful_episode.page.find("div", "bubble")
+def dialogue(interactions: Interactions) -> list[tuple[str, str]]:
+    """Every question (the questioner's valid `ask`) and answer of the records, in order."""
+    said = []
+    for event in (event for turn in interactions.turns for event in turn):
+        extra = event.action.model_extra or {}
+        if event.action.type == "tool call" and extra["name"] == "ask" and extra["valid"]:
+            said.append(("q", str(extra["arguments"]["question"])))
+        elif event.action.type == "get message" and event.sender == "Player 1":
+            said.append(("a", str(event.action.content)))
+    return said
+
+
+def bubbles(page: Node) -> list[tuple[str, str]]:
+    """Every question and answer bubble of a page, in order: its side and its text."""
+    return [
+        (side, say.text())
+        for bubble in page.find("div", "bubble")
         for side in ("q", "a")
-        if side in bubble.classes and bubble.find("", "say")[0].classes & {"question", "answer"}
+        if side in bubble.classes
+        for say in bubble.find("", "say")
+        if say.classes & {"question", "answer"}
     ]
-    assert len(expected) == 6  # three questions, three answers
-    assert shown == expected
+
+
+async def test_every_question_and_answer_is_a_bubble_in_order(eventful_episode: Rendered) -> None:
+    expected = dialogue(eventful_episode.interactions)
+    assert expected == [
+        ("q", "Where to?"), ("a", "ANSWER: Budapest, leaving from Lisbon."),
+        ("q", "How?"), ("a", f"ANSWER: Night train {SCRIPT_TAG}"),
+        ("q", "Where from?"), ("a", "ANSWER: Lisbon."),
+    ]  # fmt: skip
+    assert bubbles(eventful_episode.page) == expected
+    # The questioner's text is empty: no empty bubble, no empty line in one.
+    assert all(say.text().strip() for say in eventful_episode.page.find("", "say"))
     instructions = eventful_episode.page.find("div", "bubble", "gm")
     assert len(instructions) == 1
     assert instructions[0].text().endswith("Night train")  # the instance's prompt, in full
+
+
+async def test_last_turn_records_the_last_value_and_finishes(eventful_episode: Rendered) -> None:
+    last = eventful_episode.page.find("section", "turn")[-1]
+    assert last.find("h2")[0].text() == "Turn 4 · finishes"
+    lines = [line.text() for line in last.find("li", "call")]
+    assert lines == ['record(from = "Lisbon")\u2713 true value', "finish()"]
+    assert not last.find("details")  # after the last probing round
 
 
 async def test_one_folded_round_per_probing_round(eventful_episode: Rendered) -> None:
@@ -271,6 +317,9 @@ async def test_early_value_is_highlighted(eventful_episode: Rendered) -> None:
     assert len(banners) == 1 and "FROM" in banners[0].text()
     early_rows = eventful_episode.page.find("tr", "early")
     assert [row.find("th")[0].text() for row in early_rows] == ["from"]
+    # The values an answer gave, listed when it gave more than the one asked for.
+    notes = [node.text() for node in eventful_episode.page.find("div", "fill", "revealed")]
+    assert notes == ["in the answer: from = Lisbon, to = Budapest"]
 
 
 async def test_model_output_is_escaped(eventful_episode: Rendered) -> None:
@@ -438,6 +487,14 @@ def test_clembench_records_render_with_their_answers() -> None:
         ]
         shown = [node.text() for node in page.find("", "say", "answer")]
         assert shown == answers, path
+        questions = [
+            str(event.action.content)
+            for turn in interactions.turns
+            for event in turn
+            if event.action.type == "get message" and event.sender == "Player 2"
+        ]
+        assert [node.text() for node in page.find("", "say", "question")] == questions, path
+        assert not page.find("td", "belief") and not page.find("li", "call"), path
         begun = sum(
             1 for turn in interactions.turns for event in turn
             if event.action.content == "Begin probing"
