@@ -30,6 +30,7 @@ from privateshared.graph.records import (
     QUESTIONER_CALL_VALIDITY,
     QUESTIONER_HALLUCINATION_RATE,
     QUESTIONER_JOINT_GOAL_ACCURACY,
+    QUESTIONER_JUDGE_SCORE,
     QUESTIONER_POLICY_VIOLATIONS,
     QUESTIONER_SLOT_ACCURACY,
     QUESTIONER_TASK_COMPLETION,
@@ -132,6 +133,8 @@ class Aggregate(BaseModel):
     """Share of those episodes the questioner completed."""
     questions_asked: float
     """Mean questions per episode."""
+    questioner_judge_score: float
+    """Mean of the episodes' mean judge ratings (1 to 5); NaN without a judge."""
 
 
 class RoundMean(BaseModel):
@@ -353,6 +356,7 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
         questioner_call_validity=questioner_mean(QUESTIONER_CALL_VALIDITY),
         questioner_task_completion=questioner_mean(QUESTIONER_TASK_COMPLETION),
         questions_asked=questioner_mean(QUESTIONS_ASKED),
+        questioner_judge_score=questioner_mean(QUESTIONER_JUDGE_SCORE),
     )
 
 

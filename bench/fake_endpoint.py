@@ -3,13 +3,14 @@
 `FakeOpenAI` serves `GET /v1/models` and `POST /v1/chat/completions` (plain JSON, or Server-Sent
 Events when the body asks for `"stream": true`) from a thread, using only the standard library,
 so the real HTTP path through langchain-openai and the openai client runs without the internet.
-The replies come from a plain function of the messages (`fake_answerer.answerer_for` builds one
+The replies come from a plain function of the messages (`fake_players.answerer_for` builds one
 that plays the answerer perfectly). A latency per call and injected faults (HTTP errors, hangs,
 resets, malformed bodies) make it a test bed for the runner.
 
     python -m privateshared.bench.fake_endpoint --latency 0.1
 
-serves a perfect answerer for the default instances until stopped, and prints its URL.
+serves perfect players (answerer, questioner, judge) for the default instances until stopped,
+and prints its URL.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-from privateshared.bench.fake_answerer import ReplyFunction, default_answerer
+from privateshared.bench.fake_players import ReplyFunction, default_players
 
 
 @dataclass(frozen=True)
@@ -404,13 +405,14 @@ def _chunks(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve a perfect answerer for the default instances until interrupted."""
+    """Serve perfect players (answerer, questioner, judge) for the default instances until
+    interrupted."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat call")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--model", default="fake-model", help="the model name it serves")
     args = parser.parse_args(argv)
-    with FakeOpenAI(default_answerer(), [args.model], args.latency, port=args.port) as server:
+    with FakeOpenAI(default_players(), [args.model], args.latency, port=args.port) as server:
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -84,15 +84,24 @@ def _cells(row: Aggregate) -> list[str]:
 _QUESTIONER_COLUMNS = ["episodes", "slot accuracy", "JGA", "hallucination rate",
                        "violations / episode", "call validity", "task completion",
                        "questions / episode"]  # fmt: skip
+_JUDGE_COLUMN = "judge (1-5)"
+"""Shown only when a judge rated the questions."""
 
 
-def _questioner_cells(row: Aggregate) -> list[str]:
-    """The cells of `_QUESTIONER_COLUMNS`."""
-    rates = (
+def has_judge_scores(evaluation: Evaluation) -> bool:
+    """Whether a judge rated any question."""
+    return not math.isnan(evaluation.overall.questioner_judge_score)
+
+
+def _questioner_cells(row: Aggregate, judged: bool) -> list[str]:
+    """The cells of `_QUESTIONER_COLUMNS`, and of the judge's column when `judged`."""
+    rates = [
         row.questioner_slot_accuracy, row.questioner_joint_goal_accuracy,
         row.questioner_hallucination_rate, row.questioner_policy_violations,
         row.questioner_call_validity, row.questioner_task_completion, row.questions_asked,
-    )  # fmt: skip
+    ]  # fmt: skip
+    if judged:
+        rates.append(row.questioner_judge_score)
     return [str(row.questioner_episodes), *(_fixed(value, 2) for value in rates)]
 
 
@@ -117,9 +126,10 @@ def format_table(evaluation: Evaluation) -> str:
     per-model table, then the coverage warning if any."""
     lines: list[str] = []
     if has_questioner_scores(evaluation):
+        judged = has_judge_scores(evaluation)
         short = ["questioner", "episodes", "slot acc", "jga", "halluc", "violations", "validity",
-                 "completion", "questions"]  # fmt: skip
-        rows = [[row.model, *_questioner_cells(row)] for row in evaluation.models
+                 "completion", "questions", *(["judge"] if judged else [])]  # fmt: skip
+        rows = [[row.model, *_questioner_cells(row, judged)] for row in evaluation.models
                 if row.questioner_episodes]  # fmt: skip
         lines += [*_aligned(short, rows), ""]
     # The headline table next to last: what a reader, or a script taking the last row that
@@ -165,9 +175,10 @@ def format_markdown(evaluation: Evaluation) -> str:
             for model in evaluation.models
         ]
         rows = [row for group in groups for row in group] + [evaluation.overall]
+        judged = has_judge_scores(evaluation)
         table = _markdown(
-            ["model", "experiment", *_QUESTIONER_COLUMNS],
-            [[row.model, row.experiment or ALL, *_questioner_cells(row)]
+            ["model", "experiment", *_QUESTIONER_COLUMNS, *([_JUDGE_COLUMN] if judged else [])],
+            [[row.model, row.experiment or ALL, *_questioner_cells(row, judged)]
              for row in rows if row.questioner_episodes],
             left=2,
         )  # fmt: skip

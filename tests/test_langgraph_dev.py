@@ -29,6 +29,9 @@ from typing import Any
 
 import httpx
 
+from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.fake_players import default_players
+
 REPO = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 GRAPH_ID = "privateshared"
@@ -253,6 +256,23 @@ def test_episodes_run_through_langgraph_dev(tmp_path: Path) -> None:
         assert mock["scores"] is not None
         _scores_part(mock["scores"], "episode scores", "episode_scores")
         assert _answering_players(mock) == {"mock"}
+
+        # The questioner is swapped in the run's context too: here a model behind an
+        # OpenAI-compatible endpoint, playing through function calls.
+        with FakeOpenAI(default_players()) as endpoint:
+            questioner = {"model": "fake-model", "base_url": endpoint.base_url}
+            swapped = _play(
+                url, log_path, {"experiment": "travel-booking", "game_id": 3},
+                {"answerer": "oracle", "questioner": questioner},
+            )  # fmt: skip
+            asked_the_model = len(endpoint.requests)
+        episode_scores = _scores_part(swapped["scores"], "episode scores", "episode_scores")
+        assert episode_scores["Main Score"] == 100.0
+        assert episode_scores["Questioner Task Completion"] == 1
+        assert asked_the_model == 6  # five questions and a finish
+        assert swapped["belief"] == {
+            slot: value.rstrip(".") for slot, value in swapped["instance"]["slots"].items()
+        }
 
     # Errors outside the runs (loading the graph, its schemas, the server's own tasks) are only
     # logged; warnings are allowed (e.g. langgraph's UserWarning that `durability` has no effect

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.fake_answerer import default_answerer
 from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.fake_players import default_answerer
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
 RECORD_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")

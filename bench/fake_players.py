@@ -1,12 +1,14 @@
-"""A perfect answerer for the fake endpoint: plays any known instance from the messages alone.
+"""Perfect players behind the fake endpoint: an answerer, a questioner and a judge.
 
-It reads what a model would read (the initial prompt, the questions, the probes) and never the
-game master's ground truth, so a Main Score of 100 through the fake endpoint checks the whole
-path: context, transport, parsing and scoring.
+Each reads only what a model would read: the answerer its instructions, questions and probes;
+the questioner its own conversation of function calls and their results; the judge its rubric.
+None looks at the game master's ground truth, so perfect scores through the fake endpoint check
+the whole path: context, transport, function calls, parsing and scoring.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -78,10 +80,14 @@ def _probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
 
 
 def _asked_slot(instance: GameInstance, question: str) -> str:
-    """The slot whose request is the question, as `TAG: <request>`."""
+    """The slot a question asks for: the instance's own request for it, or, from another
+    questioner, a question that names the slot (the longest name that fits)."""
     for slot, request in instance.requests.items():
         if question == f"{instance.tag}: {request}":
             return slot
+    named = [slot for slot in instance.slots if f" {slot.lower()}" in question.lower()]
+    if named:
+        return max(named, key=len)
     raise LookupError(f"not a question of this instance: {question!r}")
 
 
@@ -100,3 +106,55 @@ def default_answerer() -> ReplyFunction:
     file = read_instances(default_instances_path())
     playable = playable_instances(file, load_domains())
     return answerer_for(*(instance for _, _, instances in playable for instance in instances))
+
+
+JUDGE_RATING = {"score": 4, "reason": "A clear, relevant question."}
+"""What the fake judge always replies."""
+
+
+def perfect_questioner(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The questioner's next move, read off its own conversation: record the answer to its last
+    question, then ask about the next slot its instructions list, or finish when none is left."""
+    slots = [
+        line[2:].split(":", 1)[0]
+        for line in _text(messages[0]).splitlines()
+        if line.startswith("- ")
+    ]
+    results = {m.get("tool_call_id"): _text(m) for m in messages if m.get("role") == "tool"}
+    asked: list[tuple[str, str]] = []
+    recorded: set[str] = set()
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            arguments = json.loads(call["function"]["arguments"] or "{}")
+            if call["function"]["name"] == "ask":
+                asked.append((arguments["slot"], call["id"]))
+            elif call["function"]["name"] == "record":
+                recorded.add(arguments["slot"])
+    calls: list[dict[str, Any]] = []
+    if asked and asked[-1][0] not in recorded:
+        slot, call_id = asked[-1]
+        answer = results.get(call_id, "").removeprefix("Answer:").strip().rstrip(".")
+        calls.append({"name": "record", "arguments": {"slot": slot, "value": answer}})
+    remaining = [slot for slot in slots if slot not in {slot for slot, _ in asked}]
+    if remaining:
+        question = f"Could you tell me about your {remaining[0]}?"
+        calls.append({"name": "ask", "arguments": {"slot": remaining[0], "question": question}})
+    else:
+        calls.append({"name": "finish", "arguments": {}})
+    return {"content": "", "tool_calls": calls}
+
+
+def default_players() -> ReplyFunction:
+    """One endpoint for every role over the default instances: a request whose first message is
+    a system prompt goes to the questioner or the judge, any other to the answerer."""
+    answerer = default_answerer()
+
+    def reply(messages: list[dict[str, Any]]) -> str | dict[str, Any]:
+        first = messages[0] if messages else {}
+        if first.get("role") != "system":
+            return answerer(messages)
+        if _text(first).startswith("You judge"):
+            return json.dumps(JUDGE_RATING)
+        return perfect_questioner(messages)
+
+    return reply
