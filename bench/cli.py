@@ -9,40 +9,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import httpx
 import openai
-from pydantic import SecretStr, ValidationError
-from tqdm import tqdm
 
-from privateshared.agents.base import Player
 from privateshared.agents.llm import (
-    LOCAL_SERVER_KEY,
-    ChatModelPlayer,
-    ModelSpec,
     PlayerConfigError,
 )
 from privateshared.agents.registry import (
     PROGRAMMATIC_ANSWERERS,
-    PROGRAMMATIC_QUESTIONERS,
-    is_programmatic_answerer,
-    resolve_answerer,
-    resolve_model,
-    resolve_questioner,
 )
 from privateshared.agents.replay import ReplayError
-from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.bench.cast import DEFAULT_MODELS, Cast, CastError, cast_players
 from privateshared.bench.evaluate import Evaluation, ResultsError, collect, evaluate
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
+from privateshared.bench.progress import ProgressBar
 from privateshared.bench.replay import find_recorded_episodes, replay_episode
 from privateshared.bench.rescore import RecordsError, rescore
 from privateshared.bench.results import format_table, write_results
@@ -66,8 +53,6 @@ from privateshared.domains.instances import (
 )
 from privateshared.domains.loader import DomainError, load_domains
 from privateshared.graph.recorder import write_text
-
-DEFAULT_MODELS = ("smollm2", "oracle", "mock")
 
 
 class UsageError(ValueError):
@@ -204,65 +189,6 @@ def _writable(folder: Path) -> None:
         ) from None
 
 
-def _model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> ModelSpec:
-    try:
-        return ModelSpec(
-            model=model, base_url=base_url, api_key_env=args.api_key_env,
-            temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
-        )  # fmt: skip
-    except ValidationError as error:
-        first = error.errors()[0]
-        option = "--" + str(first["loc"][0]).replace("_", "-")
-        raise UsageError(f"{option}: {first['msg']}") from None
-
-
-Role = Literal["answerer", "questioner", "judge"]
-
-
-def _player(
-    args: argparse.Namespace, name: str, role: Role, servers: Mapping[str, LocalServer]
-) -> Player | None:
-    """One player by name, for `role`; None for a local model whose server is not started yet
-    (so every other name can be checked before any server starts)."""
-    if role == "answerer" and is_programmatic_answerer(name):
-        return resolve_answerer(name)
-    if role == "questioner" and name in PROGRAMMATIC_QUESTIONERS:
-        return resolve_questioner(name)
-    if is_programmatic_answerer(name) or name in PROGRAMMATIC_QUESTIONERS:
-        raise UsageError(f"{name!r} cannot be the {role}; give a model name")
-    if is_local_model(name):
-        if name not in servers:
-            return None
-        server = servers[name]
-        spec = _model_spec(args, server.model.alias, server.base_url)
-        # A local server needs no key: never send it one meant for another endpoint.
-        return ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY))
-    return resolve_model(_model_spec(args, name, args.base_url))
-
-
-class _Progress:
-    """A progress bar on stderr when it is a terminal; silent otherwise."""
-
-    def __init__(self, total: int) -> None:
-        # A terminal that reports no size would make tqdm print nothing; shutil falls back to 80x24.
-        size = shutil.get_terminal_size()
-        self.bar = tqdm(
-            total=total, unit="episode", file=sys.stderr, disable=not sys.stderr.isatty(),
-            ncols=size.columns, nrows=size.lines,
-        )  # fmt: skip
-        self.counts = {"aborted": 0, "errored": 0, "calls": 0}
-
-    def __call__(self, finished: Finished) -> None:
-        self.counts["calls"] += finished.calls
-        if finished.status != "played":
-            self.counts[finished.status] += 1
-        self.bar.set_postfix(self.counts, refresh=False)
-        self.bar.update()
-
-    def close(self) -> None:
-        self.bar.close()
-
-
 def _playable(args: argparse.Namespace) -> Playable:
     path = args.instances or default_instances_path()
     file = read_instances(path)
@@ -279,39 +205,6 @@ def _playable(args: argparse.Namespace) -> Playable:
     return playable
 
 
-@dataclass(frozen=True)
-class _Cast:
-    """The players of a run."""
-
-    answerers: list[Player]
-    questioner: Player
-    judge: Player | None
-
-    def models(self) -> list[ChatModelPlayer]:
-        players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
-        return [player for player in players if isinstance(player, ChatModelPlayer)]
-
-    def throttled(self, limit: int) -> _Cast:
-        def cap(player: Player) -> Player:
-            return ThrottledPlayer(player, limit)
-
-        return _Cast(
-            [cap(p) for p in self.answerers], cap(self.questioner),
-            cap(self.judge) if self.judge else None,
-        )  # fmt: skip
-
-
-def _cast(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> _Cast | None:
-    """The players the command line names; None while a local model's server is not started
-    (a first call with no servers checks every other name)."""
-    answerers = [_player(args, name, "answerer", servers) for name in args.models or DEFAULT_MODELS]
-    questioner = _player(args, args.questioner, "questioner", servers)
-    judge = _player(args, args.judge, "judge", servers) if args.judge else None
-    if questioner is None or None in answerers or (args.judge and judge is None):
-        return None
-    return _Cast([a for a in answerers if a is not None], questioner, judge)
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or (args.max_concurrent_calls is not None
                                 and args.max_concurrent_calls < 1):  # fmt: skip
@@ -323,7 +216,7 @@ def _run(args: argparse.Namespace) -> int:
         *([args.judge] if args.judge else []),
     ]
     local = {name: locate(name) for name in names if is_local_model(name)}
-    _cast(args, {})  # every other name is checked before a server starts
+    cast_players(args, {})  # every other name is checked before a server starts
     _writable(args.results_dir)
     with contextlib.ExitStack() as stack:
         servers = {
@@ -332,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
             )
             for name, model in local.items()
         }
-        cast = _cast(args, servers)
+        cast = cast_players(args, servers)
         assert cast is not None  # every local model has its server now
         finished = _play(args, playable, cast)
     _report(args.results_dir)
@@ -349,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(args: argparse.Namespace, playable: Playable, cast: _Cast) -> list[Finished]:
+def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Finished]:
     """Check the endpoints, then play every pending episode with a progress bar."""
     for model in cast.models():
         model.check()  # one call per model, before any episode starts
@@ -361,7 +254,7 @@ def _play(args: argparse.Namespace, playable: Playable, cast: _Cast) -> list[Fin
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
               "playing the rest (--rerun plays them all again)")  # fmt: skip
     remove_partial_writes(args.results_dir)
-    progress = _Progress(len(pending))
+    progress = ProgressBar(len(pending))
     try:
         return asyncio.run(
             run_episodes(
@@ -470,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
-        TranscriptError, LocalModelError,
+        TranscriptError, LocalModelError, CastError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,114 @@
+"""Who plays a run: the answerers, the questioner and the judge the command line names.
+
+Names become players by role: the programmatic answerers (oracle, always-yes, always-no, mock)
+answer only, `programmatic` only asks, and any other name is a model behind the endpoint options,
+or a local model served by llama.cpp once its server runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import SecretStr, ValidationError
+
+from privateshared.agents.base import Player
+from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
+from privateshared.agents.registry import (
+    PROGRAMMATIC_QUESTIONERS,
+    is_programmatic_answerer,
+    resolve_answerer,
+    resolve_model,
+    resolve_questioner,
+)
+from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.bench.local_model import LocalServer, is_local_model
+
+DEFAULT_MODELS = ("smollm2", "oracle", "mock")
+Role = Literal["answerer", "questioner", "judge"]
+
+
+class CastError(ValueError):
+    """A player that cannot take its role; the message is one line with the fix."""
+
+
+def model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> ModelSpec:
+    """A model with the command line's endpoint options."""
+    try:
+        return ModelSpec(
+            model=model, base_url=base_url, api_key_env=args.api_key_env,
+            temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
+        )  # fmt: skip
+    except ValidationError as error:
+        first = error.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-")
+        raise CastError(f"{option}: {first['msg']}") from None
+
+
+def player(
+    args: argparse.Namespace, name: str, role: Role, servers: Mapping[str, LocalServer]
+) -> Player | None:
+    """One player by name, for `role`; None for a local model whose server is not started yet
+    (so every other name can be checked before any server starts)."""
+    if role == "answerer" and is_programmatic_answerer(name):
+        return resolve_answerer(name)
+    if role == "questioner" and name in PROGRAMMATIC_QUESTIONERS:
+        return resolve_questioner(name)
+    if is_programmatic_answerer(name) or name in PROGRAMMATIC_QUESTIONERS:
+        raise CastError(f"{name!r} cannot be the {role}; give a model name")
+    if is_local_model(name):
+        if name not in servers:
+            return None
+        server = servers[name]
+        spec = model_spec(args, server.model.alias, server.base_url)
+        # A local server needs no key: never send it one meant for another endpoint.
+        return ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY))
+    return resolve_model(model_spec(args, name, args.base_url))
+
+
+@dataclass(frozen=True)
+class Cast:
+    """The players of a run."""
+
+    answerers: list[Player]
+    questioner: Player
+    judge: Player | None
+
+    def models(self) -> list[ChatModelPlayer]:
+        """The players behind an endpoint, to check before the first episode."""
+        players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
+        return [player for player in players if isinstance(player, ChatModelPlayer)]
+
+    def throttled(self, limit: int) -> Cast:
+        """The same players, each with at most `limit` calls under way."""
+
+        def cap(player: Player) -> Player:
+            return ThrottledPlayer(player, limit)
+
+        return Cast(
+            [cap(p) for p in self.answerers], cap(self.questioner),
+            cap(self.judge) if self.judge else None,
+        )  # fmt: skip
+
+
+def named_models(args: argparse.Namespace) -> list[str]:
+    """Every name the command line gives a player."""
+    return [
+        *(args.models or DEFAULT_MODELS),
+        args.questioner,
+        *([args.judge] if args.judge else []),
+    ]
+
+
+def cast_players(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> Cast | None:
+    """The players the command line names; None while a local model's server is not started
+    (a first call with no servers checks every other name)."""
+    names = args.models or DEFAULT_MODELS
+    answerers = [player(args, name, "answerer", servers) for name in names]
+    questioner = player(args, args.questioner, "questioner", servers)
+    judge = player(args, args.judge, "judge", servers) if args.judge else None
+    if questioner is None or None in answerers or (args.judge and judge is None):
+        return None
+    return Cast([a for a in answerers if a is not None], questioner, judge)
