@@ -21,40 +21,37 @@ ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
 QUESTIONER_TITLE = "Questioner: slot accuracy per turn"
 
 
+Series = dict[str, tuple[list[int], list[float]]]
+"""Model -> (x values, y values) of its line."""
+
+
 def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
     """Draw each model's mean accuracy per probing round into a PNG; nothing if no model has one."""
-    lines = [line for line in evaluation.rounds_by_model if line.rounds]
-    if not lines:
-        return
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    figure = Figure(figsize=(8, 5), layout="constrained")
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
-    for line in lines:
-        axes.plot(
-            [mean.probe_round for mean in line.rounds],
-            [mean.accuracy for mean in line.rounds],
-            marker="o",
-            label=line.model,
-        )
-    axes.set_title(ACCURACY_TITLE)
-    axes.set_xlabel("probing round")
-    axes.set_ylabel("mean accuracy")
-    axes.set_ylim(-0.03, 1.03)
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.grid(True, alpha=0.4)
-    axes.legend()
-    _save(figure, path)
+    series = {
+        line.model: ([m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds])
+        for line in evaluation.rounds_by_model
+        if line.rounds
+    }
+    _plot(series, path, ACCURACY_TITLE, "probing round", "mean accuracy")
 
 
 def plot_questioner_by_turn(evaluation: Evaluation, path: Path) -> None:
     """Draw each model's mean Questioner Slot Accuracy per questioner turn into a PNG; nothing
     if no model has one."""
-    lines = [line for line in evaluation.questioner_by_model if line.slot_accuracy]
-    if not lines:
+    series = {
+        line.model: (list(line.slot_accuracy), list(line.slot_accuracy.values()))
+        for line in evaluation.questioner_by_model
+        if line.slot_accuracy
+    }
+    _plot(
+        series, path, QUESTIONER_TITLE, "questioner turn (turn t prepares question t)",
+        "mean slot accuracy of the belief state",
+    )  # fmt: skip
+
+
+def _plot(series: Series, path: Path, title: str, x_label: str, y_label: str) -> None:
+    """One line per model on a 0-1 scale; no file when there is no line to draw."""
+    if not series:
         return
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -63,13 +60,11 @@ def plot_questioner_by_turn(evaluation: Evaluation, path: Path) -> None:
     figure = Figure(figsize=(8, 5), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for line in lines:
-        turns = list(line.slot_accuracy)
-        axes.plot(turns, [line.slot_accuracy[turn] for turn in turns], marker="o",
-                  label=line.model)  # fmt: skip
-    axes.set_title(QUESTIONER_TITLE)
-    axes.set_xlabel("questioner turn (turn t prepares question t)")
-    axes.set_ylabel("mean slot accuracy of the belief state")
+    for model, (xs, ys) in series.items():
+        axes.plot(xs, ys, marker="o", label=model)
+    axes.set_title(title)
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
     axes.set_ylim(-0.03, 1.03)
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.grid(True, alpha=0.4)
