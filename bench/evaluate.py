@@ -15,6 +15,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -79,6 +80,8 @@ class EpisodeRecord(BaseModel):
     the first question); empty without questioner scores."""
     error: CallFailure | None = None
     """Why the episode could not finish; set only when errored."""
+    questioner: str = ""
+    """Who asked (`programmatic` or a model), from experiment.json; empty when not recorded."""
 
     def score(self, name: str) -> float:
         """Return the episode score `name`, NaN when the episode has no such score."""
@@ -121,6 +124,8 @@ class Aggregate(BaseModel):
     """Mean Middle-Accuracy over played episodes."""
     # The questioner's scores, averaged over the scored episodes (played or aborted: they
     # measure the questioner) that have them, each where it is defined; NaN when none has.
+    questioner: str
+    """Who asked in these episodes (`programmatic`, a model; several joined by commas)."""
     questioner_episodes: int
     """Scored episodes with questioner scores (a questioner acting through functions)."""
     questioner_slot_accuracy: float
@@ -233,6 +238,16 @@ def _by_round(path: Path, scores: EpisodeScores, name: str) -> dict[int, float]:
     return dict(sorted(rounds.items()))
 
 
+@cache
+def _questioner(path: Path) -> str:
+    """The questioner an experiment folder's experiment.json names ("" for clembench's)."""
+    try:
+        named = json.loads(path.read_text(encoding="utf-8")).get("questioner", "")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return ""
+    return named if isinstance(named, str) else ""
+
+
 def read_episode(folder: Path) -> EpisodeRecord:
     """Read one episode folder: its scores, else its error, else nothing (unscored)."""
     index, _, name = folder.parent.name.partition("_")
@@ -274,6 +289,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         round_accuracy=rounds,
         turn_slot_accuracy=turns,
         error=error,
+        questioner=_questioner(folder.parent / "experiment.json"),
     )
 
 
@@ -348,6 +364,7 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
         kappa=mean_of(KAPPA),
         slot_filling_accuracy=mean_of(SLOT_FILLING_ACCURACY),
         middle_accuracy=mean_of(MIDDLE_ACCURACY),
+        questioner=", ".join(sorted({e.questioner for e in episodes if e.questioner})),
         questioner_episodes=len(questioned),
         questioner_slot_accuracy=questioner_mean(QUESTIONER_SLOT_ACCURACY),
         questioner_joint_goal_accuracy=questioner_mean(QUESTIONER_JOINT_GOAL_ACCURACY),

@@ -127,10 +127,10 @@ def format_table(evaluation: Evaluation) -> str:
     lines: list[str] = []
     if has_questioner_scores(evaluation):
         judged = has_judge_scores(evaluation)
-        short = ["questioner", "episodes", "slot acc", "jga", "halluc", "violations", "validity",
-                 "completion", "questions", *(["judge"] if judged else [])]  # fmt: skip
-        rows = [[row.model, *_questioner_cells(row, judged)] for row in evaluation.models
-                if row.questioner_episodes]  # fmt: skip
+        short = ["model", "questioner", "episodes", "slot acc", "jga", "halluc", "violations",
+                 "validity", "completion", "questions", *(["judge"] if judged else [])]  # fmt: skip
+        rows = [[row.model, row.questioner or "?", *_questioner_cells(row, judged)]
+                for row in evaluation.models if row.questioner_episodes]  # fmt: skip
         lines += [*_aligned(short, rows), ""]
     # The headline table next to last: what a reader, or a script taking the last row that
     # starts with a model's name, reads as the model's result.
@@ -177,10 +177,12 @@ def format_markdown(evaluation: Evaluation) -> str:
         rows = [row for group in groups for row in group] + [evaluation.overall]
         judged = has_judge_scores(evaluation)
         table = _markdown(
-            ["model", "experiment", *_QUESTIONER_COLUMNS, *([_JUDGE_COLUMN] if judged else [])],
-            [[row.model, row.experiment or ALL, *_questioner_cells(row, judged)]
+            ["model", "experiment", "questioner", *_QUESTIONER_COLUMNS,
+             *([_JUDGE_COLUMN] if judged else [])],
+            [[row.model, row.experiment or ALL, row.questioner or "?",
+              *_questioner_cells(row, judged)]
              for row in rows if row.questioner_episodes],
-            left=2,
+            left=3,
         )  # fmt: skip
         questioner = [
             "## Questioner\n\nThe questioner's belief state against what the answers gave, "

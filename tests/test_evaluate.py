@@ -370,14 +370,14 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     markdown = (folder / "results.md").read_text()
     table = markdown[markdown.index("## Questioner") :]
     assert table.splitlines()[4:] == [
-        "| model | experiment | episodes | slot accuracy | JGA | hallucination rate "
+        "| model | experiment | questioner | episodes | slot accuracy | JGA | hallucination rate "
         "| violations / episode | call validity | task completion | questions / episode |",
-        "| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |",
-        f"| {ALPHA} | all | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
-        f"| {ALPHA} | travel-booking | 2 | 1.00 | 1.00 | 0.00 | 0.00 | 0.50 | 0.50 | 1.50 |",
-        f"| {ALPHA} | job-interview | 1 | 0.50 | 0.50 | 0.50 | 2.00 | 0.80 | 0.00 | 4.00 |",
-        "| all | all | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
-    ]  # beta has no questioner scores: no row
+        "| --- | --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+        f"| {ALPHA} | all | ? | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
+        f"| {ALPHA} | travel-booking | ? | 2 | 1.00 | 1.00 | 0.00 | 0.00 | 0.50 | 0.50 | 1.50 |",
+        f"| {ALPHA} | job-interview | ? | 1 | 0.50 | 0.50 | 0.50 | 2.00 | 0.80 | 0.00 | 4.00 |",
+        "| all | all | ? | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
+    ]  # beta has no questioner scores: no row; no experiment.json names the questioner: "?"
     episodes = (folder / "episodes.csv").read_text().splitlines()
     assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,1.0,1.0," in episodes
     assert f"{ALPHA},{TRAVEL},episode_1,aborted,,,,,,0.0," in episodes
@@ -387,9 +387,9 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     # In the terminal, the questioner's table comes first: the per-model one stays last.
     lines = format_table(evaluation).splitlines()
     questioner, per_model = lines[: lines.index("")], lines[lines.index("") + 1 :]
-    assert questioner[0].split()[:3] == ["questioner", "episodes", "slot"]
-    assert questioner[1].split() == [ALPHA, "3", "0.75", "0.83", "0.25", "0.67", "0.60", "0.33",
-                                     "2.33"]  # fmt: skip
+    assert questioner[0].split()[:4] == ["model", "questioner", "episodes", "slot"]
+    assert questioner[1].split() == [ALPHA, "?", "3", "0.75", "0.83", "0.25", "0.67", "0.60",
+                                     "0.33", "2.33"]  # fmt: skip
     assert len(questioner) == 2
     assert per_model[0].split()[0] == "model" and len(per_model) == 3
 
