@@ -513,25 +513,9 @@ BROWSER_CHECK = REPO / "scripts" / "check_transcripts_in_browser.py"
     not any(shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")),
     reason="no headless Chromium here (apt-get install -y chromium)",
 )
-def test_pages_render_in_a_headless_browser(tmp_path: Path) -> None:
+def test_pages_render_in_a_headless_browser(run_results: Path, tmp_path: Path) -> None:
     """The script's browser check: a transcript and the index, rendered by Chromium."""
-    results = tmp_path / "records"
-    assert (
-        main(
-            [
-                "run",
-                "--model",
-                "oracle",
-                "--model",
-                "mock",
-                "--experiment",
-                "travel-booking",
-                "--results-dir",
-                str(results),
-            ]
-        )
-        == 0
-    )
+    results = run_results
     check = subprocess.run(
         [sys.executable, str(BROWSER_CHECK), str(results), "--screenshot",
          str(tmp_path / "page.png")],
