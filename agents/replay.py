@@ -10,46 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from privateshared.agents.base import PlayerReply, PlayerRequest
+from privateshared.graph.records import ANSWERER, Event, Interactions
 
 
 class ReplayError(LookupError):
     """The game master asked for something the recording does not hold."""
 
 
-class _Action(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    type: str
-    content: str = ""
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-    sender: str = Field(alias="from")
-    action: _Action
-
-
-class _ProbeEntry(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    target: str
-
-
-class _Recording(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    players: dict[str, str]
-    turns: list[list[_Event]]
-    probes: list[list[_ProbeEntry]]
-
-
-def _probe_segments(events: Sequence[_Event]) -> list[list[str]]:
+def _probe_segments(events: Sequence[Event]) -> list[list[str]]:
     """The answerer's replies to each probe of a round, in order: a `check` event closes a probe."""
     segments: list[list[str]] = []
     current: list[str] = []
     for event in events:
         if event.action.type == "probe answer":
-            current.append(event.action.content)
+            current.append(str(event.action.content))
         elif event.action.type == "check":
             segments.append(current)
             current = []
@@ -68,20 +43,20 @@ class ReplayAnswerer:
     temperature: float = 0.0
 
     @classmethod
-    def from_interactions(cls, interactions: Mapping[str, object]) -> ReplayAnswerer:
-        """Index the replies of a clembench (or our own) `interactions.json`."""
-        recording = _Recording.model_validate(interactions)
+    def from_interactions(cls, recording: Interactions) -> ReplayAnswerer:
+        """Index the replies of a clembench (or our own) `interactions.json`, in classic names
+        (`record_formats.parse_interactions` reads either layout so)."""
         answers: dict[int, str] = {}
         probe_replies: dict[tuple[int, str, int], str] = {}
         for turn, events in enumerate(recording.turns):
             for event in events:
-                if event.sender == "Player 1" and event.action.type == "get message":
-                    answers[turn] = event.action.content
+                if event.sender == ANSWERER and event.action.type == "get message":
+                    answers[turn] = str(event.action.content)
             asked = recording.probes[turn] if turn < len(recording.probes) else []
             for probe, replies in zip(asked, _probe_segments(events), strict=False):
                 for attempt, reply in enumerate(replies, start=1):
                     probe_replies[(turn, probe.target.lower(), attempt)] = reply
-        described = recording.players.get("Player 1", "replay")
+        described = recording.players.get(ANSWERER, "replay")
         return cls(
             name=described.split(":", 1)[-1].strip(),
             answers=answers,

@@ -30,8 +30,15 @@ from privateshared.bench.evaluate import Evaluation, ResultsError, collect, eval
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
 from privateshared.bench.progress import ProgressBar
-from privateshared.bench.replay import find_recorded_episodes, replay_episode
-from privateshared.bench.rescore import RecordsError, rescore
+from privateshared.bench.record_files import RecordsError
+from privateshared.bench.replay import (
+    ReplayOutcome,
+    describe_outcome,
+    find_recorded_episodes,
+    replay_episode,
+    summarise,
+)
+from privateshared.bench.rescore import rescore
 from privateshared.bench.results import format_table, write_results
 from privateshared.bench.run import (
     Finished,
@@ -42,6 +49,7 @@ from privateshared.bench.run import (
     run_episodes,
 )
 from privateshared.bench.transcripts import INDEX_FILE, TranscriptError, write_transcripts
+from privateshared.domains.clembench_texts import REPROMPTS_FILE, ResourcesError
 from privateshared.domains.instances import (
     DEFAULT_PER_DOMAIN,
     DEFAULT_SEED,
@@ -148,7 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     transcribe.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
 
-    replay = commands.add_parser("replay", help="replay clembench records and compare scores")
+    replay = commands.add_parser(
+        "replay", help="replay clembench records (either layout) and compare scores and prompts"
+    )
     replay.add_argument("source", type=Path, help="a clembench results folder")
     replay.add_argument(
         "--instances",
@@ -160,7 +170,8 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--resources",
         type=Path,
-        help="clembench's resources/texts, to record the real question texts",
+        help="clembench's privateshared/resources/texts: plays the recorded instances with "
+        "clembench's own texts and compares every answerer message with requests.json",
     )
 
     instances = commands.add_parser("instances", help="generate an instances file")
@@ -270,7 +281,7 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Fini
 def _report(results_dir: Path) -> None:
     """Evaluate the results folder, write its tables, plot and transcripts, print the table."""
     _evaluate(results_dir)
-    write_transcripts(results_dir)
+    _report_unreadable(write_transcripts(results_dir).unreadable)
     print(f"transcripts: open {results_dir / INDEX_FILE}")
 
 
@@ -292,42 +303,50 @@ def _eval(args: argparse.Namespace) -> int:
 def _transcribe(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():
         raise UsageError(f"{args.results_dir}: not a folder; pass a results folder")
-    written = write_transcripts(args.results_dir)
-    print(f"wrote {len(written) - 1} transcripts; open {args.results_dir / INDEX_FILE}")
-    return 0
+    transcribed = write_transcripts(args.results_dir)
+    pages = len(transcribed.written) - 1
+    print(f"wrote {pages} transcripts; open {args.results_dir / INDEX_FILE}")
+    return _report_unreadable(transcribed.unreadable)
+
+
+def _report_unreadable(lines: Sequence[str]) -> int:
+    """One line per record file that could not be read; the exit status says whether any."""
+    for line in lines:
+        print(f"privateshared: skipped: {line}", file=sys.stderr)
+    return 1 if lines else 0
 
 
 def _score(args: argparse.Namespace) -> int:
-    episodes = rescore(args.results_dir)
-    print(f"re-scored {len(episodes)} episodes under {args.results_dir}")
-    return 0
+    rescored = rescore(args.results_dir)
+    print(f"re-scored {len(rescored.episodes)} episodes under {args.results_dir}")
+    return _report_unreadable(rescored.unreadable)
 
 
 def _replay(args: argparse.Namespace) -> int:
     instances = read_instances(args.instances)
     if not args.source.is_dir():
         raise UsageError(f"{args.source}: not a folder; pass a clembench results folder")
-    episodes = list(find_recorded_episodes(args.source))
+    if args.resources is not None and not (args.resources / REPROMPTS_FILE).is_file():
+        raise UsageError(
+            f"{args.resources}: no {REPROMPTS_FILE} here; pass clembench's "
+            "privateshared/resources/texts folder as --resources"
+        )
+    episodes = find_recorded_episodes(args.source)
     if not episodes:
-        raise UsageError(f"{args.source}: no privateshared episodes with interactions and scores")
+        raise UsageError(f"{args.source}: no privateshared episodes with an interactions.json")
     _writable(args.results_dir)
 
-    async def replay_all() -> int:
-        failures = 0
+    async def replay_all() -> list[ReplayOutcome]:
+        outcomes = []
         for episode in episodes:
             outcome = await replay_episode(episode, instances, args.results_dir, args.resources)
-            verdict = "every score reproduced" if not outcome.differences else "DIFFERS"
-            print(f"{episode.relative}: {verdict}")
-            for difference in outcome.differences:
-                print(f"    {difference}")
-            failures += bool(outcome.differences)
-        print(
-            f"\nreplayed {len(episodes)} episodes: {len(episodes) - failures} reproduce every "
-            f"recorded score, {failures} differ; records in {args.results_dir}/"
-        )
-        return 1 if failures else 0
+            print("\n".join(describe_outcome(outcome)))
+            outcomes.append(outcome)
+        return outcomes
 
-    return asyncio.run(replay_all())
+    outcomes = asyncio.run(replay_all())
+    print(f"\n{summarise(outcomes, args.resources)}; records in {args.results_dir}/")
+    return 0 if all(o.verdict in ("reproduced", "unreferenced") for o in outcomes) else 1
 
 
 def _instances(args: argparse.Namespace) -> int:
@@ -363,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
-        TranscriptError, LocalModelError, CastError,
+        TranscriptError, LocalModelError, CastError, ResourcesError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

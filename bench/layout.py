@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from privateshared.agents.base import Player
+from privateshared.graph.context import now_iso
+from privateshared.graph.recorder import write_json
 from privateshared.graph.records import GAME_NAME
 
 DEFAULT_RESULTS_DIR = Path("records")
@@ -38,3 +40,19 @@ def experiment_dir(results: Path, pair: str, index: int, experiment: str) -> Pat
 
 def episode_dir(results: Path, pair: str, index: int, experiment: str, game_id: int) -> Path:
     return experiment_dir(results, pair, index, experiment) / f"episode_{game_id}"
+
+
+EXPERIMENT_FILE = "experiment.json"
+
+
+def write_experiment_file(
+    folder: Path, name: str, domain: str | None, pair: str, answerer: str, questioner: str
+) -> None:
+    """An experiment folder's experiment.json: what was played, by whom, when."""
+    write_json(
+        folder / EXPERIMENT_FILE,
+        {
+            "game": GAME_NAME, "name": name, "domain": domain, "dialogue_partners": pair,
+            "answerer": answerer, "questioner": questioner, "timestamp": now_iso(),
+        },
+    )  # fmt: skip

@@ -1,30 +1,53 @@
-"""Replay recorded clembench episodes through our game master and compare the scores.
+"""Replay recorded clembench episodes through our game master and compare with the recording.
 
-Each episode under a clembench results folder is played again with a `ReplayAnswerer` that gives
-back the recorded replies, probes asked one by one in the recorded order (as clembench asked
-them). Our game master decides validity, filling, ground truth and the end of the episode; the
-scores it computes must equal the recorded ones.
+Every episode under a clembench results folder is played again, in either record layout, with
+or without scores.json: a `ReplayAnswerer` gives back the recorded replies, probes asked one by
+one in the recorded order (as clembench asked them), and our game master decides validity,
+filling, ground truth and the end of the episode. Its scores must equal the recorded ones where
+there are some; every probe's truth and parsed reply must equal the recording's; and, with
+clembench's texts (`resources`), every message our game master builds for the answerer must
+equal, byte for byte, the one recorded in requests.json.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from privateshared.agents.replay import ReplayAnswerer, ReplayError
 from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.layout import write_experiment_file
+from privateshared.bench.prompt_parity import PromptComparison, answerer_calls, compare_prompts
+from privateshared.bench.record_files import (
+    RecordsError,
+    read_interactions,
+    read_requests,
+    read_scores,
+)
+from privateshared.domains.clembench_texts import (
+    PhrasingLookup,
+    ResourcesError,
+    clembench_probe_wording,
+    resource_phrasings,
+)
 from privateshared.domains.instances import (
     InstancesError,
     InstancesFile,
     InstanceSpec,
     placeholder_phrasings,
     resolve_instance,
-    resource_phrasings,
 )
+from privateshared.domains.schema import OUR_PROBE_WORDING, ProbeWording
 from privateshared.graph.context import GameContext
-from privateshared.graph.records import GAME_NAME, EpisodeScores, Interactions, ScoreValue
+from privateshared.graph.recorder import INTERACTIONS_FILE, REQUESTS_FILE, SCORES_FILE
+from privateshared.graph.records import (
+    GAME_NAME,
+    MAIN_SCORE,
+    EpisodeScores,
+    Interactions,
+    ScoreValue,
+)
 from privateshared.graph.scoring import is_nan
 
 TOLERANCE = 1e-9
@@ -41,24 +64,49 @@ class RecordedEpisode:
     game_id: int
 
 
+Verdict = Literal["reproduced", "differs", "unreferenced", "unreadable"]
+"""reproduced: every reference score (and probe, and prompt) agrees; differs: something does
+not; unreferenced: no scores.json to compare with, replayed and scored; unreadable: the
+recording could not be read or played."""
+
+
 @dataclass
 class ReplayOutcome:
     """What replaying one episode gave."""
 
     episode: RecordedEpisode
     differences: list[str] = field(default_factory=list)
-    """Every way our scores or probes differ from the recording; empty when they agree."""
+    """Every way our scores, probes or prompts differ from the recording; empty when they agree."""
+    reference_scores: bool = True
+    """Whether the recording had scores.json to compare with."""
+    prompts: PromptComparison | None = None
+    """How the answerer's messages compare; None when not compared (no requests.json, or no
+    clembench texts to build them with)."""
+    scores: EpisodeScores | None = None
+    """Our scores of the replayed episode."""
+    problem: str | None = None
+    """Why the recording could not be replayed, one line; None when it was."""
+
+    @property
+    def verdict(self) -> Verdict:
+        if self.problem is not None:
+            return "unreadable"
+        if self.differences:
+            return "differs"
+        return "reproduced" if self.reference_scores else "unreferenced"
 
 
-def find_recorded_episodes(root: Path) -> Iterator[RecordedEpisode]:
-    """Every `.../privateshared/<index>_<experiment>/episode_<id>/` with interactions and scores."""
-    for interactions in sorted(root.glob(f"**/{GAME_NAME}/*_*/episode_*/interactions.json")):
+def find_recorded_episodes(root: Path) -> list[RecordedEpisode]:
+    """Every `.../privateshared/<index>_<experiment>/episode_<id>/` with an interactions.json."""
+    episodes = []
+    for interactions in sorted(root.glob(f"**/{GAME_NAME}/*_*/episode_*/{INTERACTIONS_FILE}")):
         folder = interactions.parent
-        if not (folder / "scores.json").is_file():
+        game_id = folder.name.removeprefix("episode_")
+        if not game_id.isdigit():
             continue
         experiment = folder.parent.name.split("_", 1)[1]
-        game_id = int(folder.name.removeprefix("episode_"))
-        yield RecordedEpisode(folder, folder.relative_to(root), experiment, game_id)
+        episodes.append(RecordedEpisode(folder, folder.relative_to(root), experiment, int(game_id)))
+    return episodes
 
 
 def _find_spec(instances: InstancesFile, experiment: str, game_id: int) -> InstanceSpec:
@@ -133,6 +181,15 @@ def compare_probes(recorded: Interactions, ours: Interactions) -> list[str]:
     return differences
 
 
+def _instance_texts(
+    experiment: str, resources: Path | None
+) -> tuple[tuple[PhrasingLookup, PhrasingLookup], ProbeWording]:
+    """clembench's texts when given; else stand-ins, since the replies do not depend on them."""
+    if resources is None:
+        return placeholder_phrasings(experiment), OUR_PROBE_WORDING
+    return resource_phrasings(resources, experiment), clembench_probe_wording(resources)
+
+
 async def replay_episode(
     episode: RecordedEpisode,
     instances: InstancesFile,
@@ -140,32 +197,97 @@ async def replay_episode(
     resources: Path | None = None,
 ) -> ReplayOutcome:
     """Replay one recorded episode, write its records under `results_dir`, and compare."""
-    recorded_interactions = json.loads((episode.folder / "interactions.json").read_text("utf-8"))
-    recorded = Interactions.model_validate(recorded_interactions)
-    recorded_scores = EpisodeScores.model_validate(
-        json.loads((episode.folder / "scores.json").read_text("utf-8"))
-    )
-    spec = _find_spec(instances, episode.experiment, episode.game_id)
-    lookups = (
-        resource_phrasings(resources, episode.experiment)
-        if resources is not None
-        else placeholder_phrasings(episode.experiment)
-    )
-    instance = resolve_instance(episode.experiment, spec, *lookups)
-    context = GameContext(
-        answerer=ReplayAnswerer.from_interactions(recorded_interactions), sequential_probes=True
-    )
-    outcome = ReplayOutcome(episode)
+    folder, ours = episode.folder, results_dir / episode.relative
+    outcome = ReplayOutcome(episode, reference_scores=(folder / SCORES_FILE).is_file())
+    try:
+        recorded = read_interactions(folder / INTERACTIONS_FILE)
+        reference = read_scores(folder / SCORES_FILE) if outcome.reference_scores else None
+        recorded_calls = (
+            read_requests(folder / REQUESTS_FILE) if (folder / REQUESTS_FILE).is_file() else None
+        )
+        spec = _find_spec(instances, episode.experiment, episode.game_id)
+        lookups, wording = _instance_texts(episode.experiment, resources)
+        instance = resolve_instance(episode.experiment, spec, *lookups, probe_wording=wording)
+    except (RecordsError, InstancesError, ResourcesError) as error:
+        outcome.problem = str(error)
+        return outcome
+    except (KeyError, IndexError) as error:
+        outcome.problem = (
+            f"{resources}: no text {error} that the instance asks for; pass the clembench texts "
+            "the records were played with"
+        )
+        return outcome
+    replayer = ReplayAnswerer.from_interactions(recorded)
+    context = GameContext(answerer=replayer, sequential_probes=True)
     try:
         state = await play_episode(instance, context)
     except ReplayError as error:
         outcome.differences.append(f"our game master went further than the recording: {error}")
         return outcome
-    save_episode(results_dir / episode.relative, spec.model_dump(mode="json"), state, context)
-    ours = Interactions.model_validate(
-        json.loads((results_dir / episode.relative / "interactions.json").read_text("utf-8"))
-    )
+    save_episode(ours, spec.model_dump(mode="json"), state, context)
+    write_experiment_file(
+        ours.parent, episode.experiment, None, folder.parents[2].name, replayer.name,
+        context.questioner.name,
+    )  # fmt: skip
     assert state.scores is not None  # save_episode checked
-    outcome.differences += compare_scores(recorded_scores, state.scores)
-    outcome.differences += compare_probes(recorded, ours)
+    outcome.scores = state.scores
+    replayed = read_interactions(ours / INTERACTIONS_FILE)
+    if reference is not None:
+        outcome.differences += compare_scores(reference, state.scores)
+    outcome.differences += compare_probes(recorded, replayed)
+    if recorded_calls is not None and resources is not None:
+        outcome.prompts = compare_prompts(
+            answerer_calls(recorded, recorded_calls),
+            answerer_calls(replayed, read_requests(ours / REQUESTS_FILE)),
+        )
+        if outcome.prompts.difference is not None:
+            outcome.differences.append(f"prompts: {outcome.prompts.difference}")
     return outcome
+
+
+def describe_outcome(outcome: ReplayOutcome) -> list[str]:
+    """The report of one episode: a line with its verdict, then one per difference."""
+    where = str(outcome.episode.relative)
+    prompts = outcome.prompts
+    identical = (
+        f"; every answerer message identical ({prompts.compared} calls)"
+        if prompts is not None and prompts.difference is None
+        else ""
+    )
+    match outcome.verdict:
+        case "unreadable":
+            return [f"{where}: NOT REPLAYED: {outcome.problem}"]
+        case "differs":
+            return [f"{where}: DIFFERS", *(f"    {line}" for line in outcome.differences)]
+        case "reproduced":
+            return [f"{where}: every reference score reproduced{identical}"]
+        case "unreferenced":
+            assert outcome.scores is not None
+            main = outcome.scores.episode_scores.get(MAIN_SCORE, float("nan"))
+            shown = "NaN (aborted)" if is_nan(main) else f"{main:.2f}"
+            return [f"{where}: no reference scores; replayed and scored, Main Score {shown}"
+                    f"{identical}"]  # fmt: skip
+
+
+def summarise(outcomes: list[ReplayOutcome], resources: Path | None) -> str:
+    """The closing line: how many episodes reproduce, differ, had no reference, were not read;
+    and how the prompts compared."""
+    counts = {verdict: 0 for verdict in ("reproduced", "differs", "unreferenced", "unreadable")}
+    for outcome in outcomes:
+        counts[outcome.verdict] += 1
+    line = (
+        f"replayed {len(outcomes) - counts['unreadable']} episodes: {counts['reproduced']} "
+        f"reproduce every reference score, {counts['differs']} differ, {counts['unreferenced']} "
+        "had no reference scores (replayed and scored)"
+    )
+    if counts["unreadable"]:
+        line += f"; {counts['unreadable']} could not be replayed"
+    compared = [outcome.prompts for outcome in outcomes if outcome.prompts is not None]
+    if resources is None:
+        line += "; prompts not compared (pass --resources with clembench's texts)"
+    else:
+        same = sum(1 for prompts in compared if prompts.difference is None)
+        line += (
+            f"; answerer prompts identical in {same} of {len(compared)} episodes with requests.json"
+        )
+    return line

@@ -16,10 +16,15 @@ from typing import Literal
 
 from privateshared.agents.base import Player
 from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.layout import episode_dir, experiment_dir, pair_name
+from privateshared.bench.layout import (
+    episode_dir,
+    experiment_dir,
+    pair_name,
+    write_experiment_file,
+)
 from privateshared.domains.instances import ExperimentSpec, GameInstance
-from privateshared.graph.context import GameContext, now_iso
-from privateshared.graph.recorder import SCORES_FILE, write_json
+from privateshared.graph.context import GameContext
+from privateshared.graph.recorder import SCORES_FILE
 from privateshared.graph.records import ABORTED, GAME_NAME, CallFailure
 from privateshared.graph.state import EpisodeState
 
@@ -85,18 +90,10 @@ def _write_experiment_files(episodes: Sequence[Episode], questioner: Player, res
         if folder in seen:
             continue
         seen.add(folder)
-        write_json(
-            folder / "experiment.json",
-            {
-                "game": GAME_NAME,
-                "name": episode.experiment.name,
-                "domain": episode.experiment.domain,
-                "dialogue_partners": episode.pair,
-                "answerer": episode.answerer.name,
-                "questioner": questioner.name,
-                "timestamp": now_iso(),
-            },
-        )
+        write_experiment_file(
+            folder, episode.experiment.name, episode.experiment.domain, episode.pair,
+            episode.answerer.name, questioner.name,
+        )  # fmt: skip
 
 
 def _status(state: EpisodeState) -> Status:

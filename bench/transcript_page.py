@@ -120,7 +120,11 @@ def _dialogue_item(event: Event, players: Mapping[str, str], question: str | Non
     kind, content = event.action.type, event_text(event.action.content)
     route = (event.sender, event.to)
     if kind == "get message" and event.sender == ANSWERER:
-        return _bubble("a", f"Answerer · {_role_name(players, ANSWERER)}", "answer", content)
+        answerer = f"Answerer · {_role_name(players, ANSWERER)}"
+        if event_extra(event).get("label") == "pseudo":  # clembench's newer layout logs `Ok.`
+            note = '<div class="note">added by the game master</div>'
+            return _bubble("a", answerer, "pseudo", content, note)
+        return _bubble("a", answerer, "answer", content)
     if kind == "send message" and route == (GM, ANSWERER):
         if question is None:
             return _bubble("gm", "Game master → answerer · instructions", "instructions", content)
@@ -142,7 +146,7 @@ def _dialogue_item(event: Event, players: Mapping[str, str], question: str | Non
 
 def _blocks(events: Sequence[Event]) -> Iterator[tuple[str, list[Event]]]:
     """Split a turn into dialogue events, questioner replies with their calls ("step"), and
-    probing rounds ("Begin probing" ... "End probing")."""
+    probing rounds ("Begin probing" ... "End probing", or a run of probe events)."""
     index = 0
     while index < len(events):
         event = events[index]
@@ -152,13 +156,19 @@ def _blocks(events: Sequence[Event]) -> Iterator[tuple[str, list[Event]]]:
                 end += 1
             yield "step", list(events[index:end])
             index = end
-        elif event.action.type == "info" and event.action.content == "Begin probing":
+        elif (event.action.type, event.action.content) == ("info", "Begin probing"):
             end = index + 1
             while end < len(events) and events[end].action.type in PROBE_EVENTS:
                 end += 1
             closes = end < len(events) and events[end].action.content == "End probing"
             yield "round", list(events[index + 1 : end])
             index = end + closes
+        elif event.action.type == "probe question":  # clembench's newer layout: no info events
+            end = index + 1
+            while end < len(events) and events[end].action.type in PROBE_EVENTS:
+                end += 1
+            yield "round", list(events[index:end])
+            index = end
         else:
             yield "event", [event]
             index += 1

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from pydantic import JsonValue, ValidationError
 
-from privateshared.bench.rescore import RecordsError, read_interactions
+from privateshared.bench.record_files import RecordsError, read_interactions
 from privateshared.bench.transcript_html import CSS, escape_text, format_score
 from privateshared.bench.transcript_page import Status, episode_status, render_transcript
 from privateshared.graph.recorder import write_text
@@ -47,7 +47,9 @@ class _Episode:
     status: Status
     main_score: float | None
     page: str | None
-    """The transcript's HTML; None without interactions.json."""
+    """The transcript's HTML; None without a readable interactions.json."""
+    problem: str | None = None
+    """Why a record of the episode could not be read, one line naming the file."""
 
 
 def _read_json(path: Path) -> JsonValue:
@@ -86,22 +88,31 @@ def _sort_key(folder: Path) -> tuple[str, int, int]:
 
 
 def _read_episode(results_dir: Path, folder: Path) -> _Episode:
-    """Read one episode folder's records and render its transcript."""
-    scores = _read_record(folder / "scores.json", EpisodeScores)
-    error = _read_record(folder / "error.json", CallFailure)
+    """Read one episode folder's records and render its transcript. A record that cannot be
+    read leaves the episode without a page (or without scores), and says why in `problem`."""
     experiment = re.sub(r"^\d+_", "", folder.parent.name)
+    scores: EpisodeScores | None = None
+    error: CallFailure | None = None
+    problem: str | None = None
+    try:
+        scores = _read_record(folder / "scores.json", EpisodeScores)
+        error = _read_record(folder / "error.json", CallFailure)
+    except TranscriptError as broken:
+        problem = str(broken)
     page = None
-    if (folder / "interactions.json").exists():
+    if (folder / "interactions.json").exists() and problem is None:
         try:
             interactions = read_interactions(folder / "interactions.json")
-        except RecordsError as broken:
-            raise TranscriptError(str(broken)) from None
-        depth = len(folder.relative_to(results_dir).parts)
-        page = render_transcript(
-            interactions, scores, error, _read_instance(folder / "instance.json"),
-            experiment=experiment, episode=folder.name.replace("_", " "),
-            index_href="../" * depth + INDEX_FILE,
-        )  # fmt: skip
+            instance = _read_instance(folder / "instance.json")
+        except (RecordsError, TranscriptError) as broken:
+            problem = str(broken)
+        else:
+            depth = len(folder.relative_to(results_dir).parts)
+            page = render_transcript(
+                interactions, scores, error, instance,
+                experiment=experiment, episode=folder.name.replace("_", " "),
+                index_href="../" * depth + INDEX_FILE,
+            )  # fmt: skip
     main_score = scores.episode_scores.get(MAIN_SCORE) if scores is not None else None
     return _Episode(
         folder=folder,
@@ -110,6 +121,7 @@ def _read_episode(results_dir: Path, folder: Path) -> _Episode:
         status=episode_status(scores, error),
         main_score=main_score,
         page=page,
+        problem=problem,
     )
 
 
@@ -128,6 +140,8 @@ def _render_model(results_dir: Path, model: str, episodes: Sequence[_Episode]) -
             else escape_text(name)
         )
         score = "" if episode.main_score is None else format_score(episode.main_score)
+        if episode.problem is not None:
+            link += f'<div class="muted">not shown: {escape_text(episode.problem)}</div>'
         rows.append(
             f'<tr class="{episode.status}"><td>{escape_text(episode.experiment)}</td>'
             f"<td>{link}</td>"
@@ -158,12 +172,19 @@ def _render_index(results_dir: Path, episodes: Sequence[_Episode]) -> str:
     )
 
 
-def write_transcripts(results_dir: Path) -> list[Path]:
-    """Write transcript.html into every episode folder with records, and index.html at the top.
+@dataclass(frozen=True)
+class Transcribed:
+    """What writing a folder's transcripts did."""
 
-    Returns the files written, index.html last. Every episode is read before anything is
-    written, so a broken record leaves the folder as it was.
-    """
+    written: list[Path]
+    """The files written, index.html last."""
+    unreadable: list[str]
+    """One line per record file that could not be read; its episode has no page."""
+
+
+def write_transcripts(results_dir: Path) -> Transcribed:
+    """Write transcript.html into every episode folder with readable records, and index.html
+    at the top, which lists every episode, those that could not be read included."""
     if not results_dir.is_dir():
         raise TranscriptError(
             f"{results_dir}: not a folder; pass a results folder such as records/"
@@ -179,4 +200,5 @@ def write_transcripts(results_dir: Path) -> list[Path]:
             write_text(episode.folder / TRANSCRIPT_FILE, episode.page)
             written.append(episode.folder / TRANSCRIPT_FILE)
     write_text(results_dir / INDEX_FILE, _render_index(results_dir, episodes))
-    return [*written, results_dir / INDEX_FILE]
+    unreadable = [episode.problem for episode in episodes if episode.problem is not None]
+    return Transcribed([*written, results_dir / INDEX_FILE], unreadable)

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from privateshared.domains.clembench_texts import (
+    PhrasingLookup,
+    clembench_probe_wording,
+    resource_phrasings,
+)
 from privateshared.domains.loader import builtin_domains_dir, load_domains
-from privateshared.domains.schema import Domain
+from privateshared.domains.schema import OUR_PROBE_WORDING, Domain, ProbeWording
 
 DEFAULT_SEED = 20251121
 """Seed of the committed default instances file (`domains/instances.json`)."""
@@ -110,6 +115,9 @@ class GameInstance(BaseModel):
     """The questioner's words for each slot."""
     probes: tuple[dict[str, str], ...]
     """One dict per probing round: slot -> probe question, in probing order."""
+    probe_wording: ProbeWording = OUR_PROBE_WORDING
+    """The probe message of each try around its question: ours, or clembench's for clembench's
+    instances played with its texts."""
     questioner: str = ""
     """The questioner's role in plain words, e.g. travel agent (for an LLM questioner)."""
     slot_descriptions: dict[str, str] = {}
@@ -120,16 +128,13 @@ class InstancesError(ValueError):
     """An instances file that cannot be played; the message is one line with the fix."""
 
 
-PhrasingLookup = Callable[[str, int], str]
-"""(slot, index) -> text."""
-
-
 def resolve_instance(
     experiment: str,
     spec: InstanceSpec,
     request_text: PhrasingLookup,
     probe_text: PhrasingLookup,
     domain: Domain | None = None,
+    probe_wording: ProbeWording = OUR_PROBE_WORDING,
 ) -> GameInstance:
     """Replace the phrasing indices of `spec` by texts; the domain, when known, describes the
     questioner's role and the slots (else they are read off the tag and the slot names)."""
@@ -151,6 +156,7 @@ def resolve_instance(
             {slot: probe_text(slot, index) for slot, index in spec.probes[str(k)].items()}
             for k in range(len(spec.slots) + 1)
         ),
+        probe_wording=probe_wording,
         questioner=questioner,
         slot_descriptions=descriptions,
     )
@@ -170,23 +176,6 @@ def placeholder_phrasings(experiment: str) -> tuple[PhrasingLookup, PhrasingLook
         lambda slot, index: f"[{experiment} request #{index} for {slot}]",
         lambda slot, index: f"[{experiment} probe #{index} for {slot}]",
     )
-
-
-def resource_phrasings(folder: Path, experiment: str) -> tuple[PhrasingLookup, PhrasingLookup]:
-    """Lookups into a clembench resources folder (`<folder>/<experiment>/requests.json` and
-    `probing_questions.json`, each mapping slot -> list of texts)."""
-    texts = []
-    for name in ("requests.json", "probing_questions.json"):
-        path = folder / experiment / name
-        try:
-            texts.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError) as error:
-            raise InstancesError(
-                f"{path}: cannot read phrasings ({error.__class__.__name__}); "
-                "pass clembench's privateshared/resources/texts folder as --resources"
-            ) from None
-    requests, probes = texts
-    return (lambda slot, index: requests[slot][index], lambda slot, index: probes[slot][index])
 
 
 def _sample_instance(domain: Domain, game_id: int, rng: random.Random) -> InstanceSpec:
@@ -262,6 +251,7 @@ def playable_instances(
     playable = []
     for index, experiment in enumerate(file.experiments):
         domain = domains.get(experiment.domain) if experiment.domain is not None else None
+        wording = OUR_PROBE_WORDING
         if experiment.domain is not None:
             if domain is None:
                 raise InstancesError(
@@ -271,6 +261,7 @@ def playable_instances(
             lookups = domain_phrasings(domain)
         elif resources is not None:
             lookups = resource_phrasings(resources, experiment.name)
+            wording = clembench_probe_wording(resources)
         else:
             raise InstancesError(
                 f"{source}: experiment {experiment.name!r} has phrasing indices into texts we do "
@@ -279,7 +270,9 @@ def playable_instances(
             )
         try:
             instances = [
-                resolve_instance(experiment.name, spec, *lookups, domain=domain)
+                resolve_instance(
+                    experiment.name, spec, *lookups, domain=domain, probe_wording=wording
+                )
                 for spec in experiment.game_instances
             ]
         except (KeyError, IndexError) as error:

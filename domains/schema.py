@@ -17,10 +17,50 @@ PROBE_TAG = "ME:"
 # The three labels above are the game's protocol: the game master parses replies with them,
 # so every initial prompt must teach them (checked on load).
 
+QUESTION_PLACEHOLDER = "{question}"
+"""Where a probe's wording puts the probe question."""
+PROBE_INSTRUCTION = "Answer this question with yes or no and then stop."
+REPROMPTS = (
+    "Your last reply did not follow the format.",
+    "Please reply on one line that starts with ASIDE: and then says yes or no.",
+    "Only ASIDE: yes or ASIDE: no is accepted here.",
+    "Last try: reply with exactly ASIDE: yes or ASIDE: no.",
+)
+"""Our words put right after `ME:` on tries 2 to 5."""
+
 TAG_PLACEHOLDER = "{tag}"
 """Where the initial prompt names the questioner's tag (e.g. TRAVEL-AGENT)."""
 SLOTS_PLACEHOLDER = "{slots}"
 """Where the initial prompt lists the answerer's private values, one `SLOT: value` line each."""
+
+
+class ProbeWording(BaseModel):
+    """The probe message of each try, word for word: the game's framing around a probe question.
+
+    Our domains frame a probe one way (`OUR_PROBE_WORDING`); clembench's instances, played with
+    clembench's texts, are framed as clembench frames them (`clembench_texts.py`), so that the
+    answerer receives the same bytes in both benchmarks.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tries: tuple[str, ...] = Field(min_length=1)
+    """The message of try 1, 2, ...; `{question}` stands for the probe question. Their number
+    caps the tries of a probe."""
+
+    def message(self, question: str, attempt: int) -> str:
+        """The probe as sent on try `attempt` (1-based)."""
+        return self.tries[attempt - 1].replace(QUESTION_PLACEHOLDER, question)
+
+
+OUR_PROBE_WORDING = ProbeWording(
+    tries=(
+        f"{PROBE_TAG} {QUESTION_PLACEHOLDER} {PROBE_INSTRUCTION}",
+        *(f"{PROBE_TAG} {words} {QUESTION_PLACEHOLDER} {PROBE_INSTRUCTION}" for words in REPROMPTS),
+    )
+)
+"""How our domains word a probe: the tag, re-prompt words from the second try on, the question
+and the instruction, one space apart."""
 
 
 class SlotSpec(BaseModel):

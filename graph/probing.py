@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from privateshared.agents.base import ChatMessage, PlayerFailure, PlayerRequest
 from privateshared.domains.instances import GameInstance
-from privateshared.domains.schema import ASIDE_TAG, PROBE_TAG
+from privateshared.domains.schema import ASIDE_TAG
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.dialogue import (
     answerer_context,
@@ -26,21 +26,7 @@ from privateshared.graph.dialogue import (
 from privateshared.graph.records import ANSWERER, CallFailure
 from privateshared.graph.state import EpisodeState, Probe, ProbeAnswer, ProbeAttempt
 
-PROBE_INSTRUCTION = "Answer this question with yes or no and then stop."
-REPROMPTS = (
-    "Your last reply did not follow the format.",
-    "Please reply on one line that starts with ASIDE: and then says yes or no.",
-    "Only ASIDE: yes or ASIDE: no is accepted here.",
-    "Last try: reply with exactly ASIDE: yes or ASIDE: no.",
-)
-"""Words put right after `ME:` on tries 2 to 5."""
 PROBING_ABORT = "invalid format in probing"
-
-
-def probe_message(question: str, attempt: int) -> str:
-    """The probe as sent on try `attempt` (1-based), re-prompt words from the second try on."""
-    reprompt = f" {REPROMPTS[attempt - 2]}" if attempt > 1 else ""
-    return f"{PROBE_TAG}{reprompt} {question} {PROBE_INSTRUCTION}"
 
 
 def parse_probe_answer(reply: str) -> ProbeAnswer | None:
@@ -63,13 +49,15 @@ async def probe_slot(
     gold: ProbeAnswer,
     ctx: GameContext,
 ) -> tuple[Probe, CallFailure | None]:
-    """Ask one probe until its reply is valid or `ctx.max_tries` tries are used; a call that
-    fails for good ends the probe early, with what it had so far."""
+    """Ask one probe until its reply is valid or the tries are used (`ctx.max_tries`, at most
+    as many as the instance's probe wording has); a call that fails for good ends the probe
+    early, with what it had so far."""
     # Instances phrase n + 1 rounds; a questioner that asks more reuses the last round's texts.
     question = instance.probes[min(round_index, len(instance.probes) - 1)][slot]
+    wording = instance.probe_wording
     attempts: list[ProbeAttempt] = []
-    for attempt in range(1, ctx.max_tries + 1):
-        message = probe_message(question, attempt)
+    for attempt in range(1, min(ctx.max_tries, len(wording.tries)) + 1):
+        message = wording.message(question, attempt)
         request = PlayerRequest(
             kind="probe",
             messages=(*context, ChatMessage(role="user", content=message)),

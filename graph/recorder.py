@@ -33,9 +33,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, JsonValue
 
+from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, revealed_slots
-from privateshared.graph.probing import probe_message
 from privateshared.graph.records import (
     ANSWERER,
     GAME_NAME,
@@ -182,10 +182,10 @@ def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
     )  # fmt: skip
 
 
-def _probe_entry(round_index: int, probe: Probe) -> ProbeEntry:
+def _probe_entry(instance: GameInstance, probe: Probe) -> ProbeEntry:
     return ProbeEntry(
         target=probe.slot.upper(),
-        question=probe_message(probe.question, 1),
+        question=instance.probe_wording.message(probe.question, 1),
         gt=PROBE_VALUES[probe.gold],
         answer=probe.attempts[-1].reply.text if probe.attempts else None,
         value=PROBE_VALUES[probe.answer] if probe.answer else INVALID_PROBE_VALUE,
@@ -264,8 +264,8 @@ def build_records(
         players=players,
         turns=log.turns,
         probes=[
-            [_probe_entry(k, probe) for probe in probes if not probe.failed]
-            for k, probes in enumerate(state.probe_rounds)
+            [_probe_entry(instance, probe) for probe in probes if not probe.failed]
+            for probes in state.probe_rounds
         ],
         # clembench's name: the index of the answer after which each slot became shared.
         realised_slots={
@@ -306,6 +306,8 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
+INTERACTIONS_FILE = "interactions.json"
+REQUESTS_FILE = "requests.json"
 SCORES_FILE = "scores.json"
 ERROR_FILE = "error.json"
 
@@ -323,10 +325,10 @@ def write_episode(
     for marker in (SCORES_FILE, ERROR_FILE):
         (folder / marker).unlink(missing_ok=True)
     write_json(folder / "instance.json", instance_spec)
-    write_json(folder / "interactions.json", interactions)
+    write_json(folder / INTERACTIONS_FILE, interactions)
     # One call per line: the file holds every prompt in full, and json's C encoder, which
     # writes it several times faster than the indenting one, only writes single lines.
     lines = (json.dumps(call.model_dump(mode="python"), ensure_ascii=False) for call in calls)
-    write_text(folder / "requests.json", "[\n" + ",\n".join(lines) + "\n]\n")
+    write_text(folder / REQUESTS_FILE, "[\n" + ",\n".join(lines) + "\n]\n")
     last = SCORES_FILE if isinstance(outcome, EpisodeScores) else ERROR_FILE
     write_json(folder / last, outcome)

@@ -9,7 +9,13 @@ import pytest
 from privateshared.domains.instances import GameInstance
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_RECORDS = REPO.parent / "shared" / "clembench-records" / "v2.0"
+SHARED = REPO.parent / "shared"
+SHARED_RECORDS = SHARED / "clembench-records" / "v2.0"
+"""Real clembench 2.0 records in the classic format, with the instances file they played."""
+SHARED_NEWER_RECORDS = SHARED / "clembench-records" / "v2.0-newformat"
+"""Real clembench 2.0 records in the newer format (a `meta` block, named players, labels)."""
+SHARED_RESOURCES = SHARED / "clembench-resources" / "texts"
+"""clembench's texts for its privateshared instances (MIT), to play them as clembench does."""
 
 
 @pytest.fixture(autouse=True)

@@ -144,13 +144,23 @@ def test_unwritable_results_dir(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "cannot write to" in err and "--results-dir" in err
 
 
-def test_bad_interactions_file_names_itself(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    broken = tmp_path / "x--x" / "privateshared" / "0_travel-booking" / "episode_0"
+def test_bad_interactions_file_names_itself_and_the_others_are_scored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "records"
+    assert main(["run", "--model", "oracle", "--experiment", "travel-booking",
+                 "--results-dir", str(results)]) == 0  # fmt: skip
+    broken = results / "x--x" / "privateshared" / "0_travel-booking" / "episode_0"
     broken.mkdir(parents=True)
     (broken / "interactions.json").write_text('{"players": {}}')
-    assert main(["score", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert str(broken / "interactions.json") in err and "not a privateshared interactions" in err
+    capsys.readouterr()
+    assert main(["score", str(results)]) == 1
+    output = capsys.readouterr()
+    assert "re-scored 10 episodes" in output.out
+    [line] = output.err.splitlines()
+    assert str(broken / "interactions.json") in line and "'turns', 'probes'" in line
+    assert "neither clembench record format" in line and "Traceback" not in output.err
+    assert not (broken / "scores.json").exists()
 
 
 @pytest.mark.parametrize(

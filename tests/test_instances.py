@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
+from privateshared.domains.clembench_texts import ResourcesError
 from privateshared.domains.instances import (
     DEFAULT_SEED,
     InstancesError,
@@ -134,7 +135,15 @@ def test_clembench_file_needs_its_texts(tmp_path: Path) -> None:
         texts = {slot: [f"{slot} text {i}" for i in range(10)] for slot in spec.slots}
         (folder / "requests.json").write_text(json.dumps(texts))
         (folder / "probing_questions.json").write_text(json.dumps(texts))
+    with pytest.raises(ResourcesError, match=r"reprompts\.json: cannot read it"):
+        playable_instances(file, load_domains(), resources=tmp_path)
+    (tmp_path / "reprompts.json").write_text(json.dumps({"suffixes": ["", "Again."]}))
     playable = playable_instances(file, load_domains(), resources=tmp_path)
     first = playable[0][2][0]
     index = file.experiments[0].game_instances[0].requests["from"]
     assert first.requests["from"] == f"from text {index}"
+    # Probes are worded as clembench words them, one try per suffix.
+    assert first.probe_wording.tries == (
+        "ME:  {question} Answer this question with yes or no and then stop.",
+        "ME: Again. {question} Answer this question with yes or no and then stop.",
+    )

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from privateshared.domains.clembench_texts import clembench_probe_wording
+from privateshared.domains.schema import OUR_PROBE_WORDING, REPROMPTS
 from privateshared.graph.dialogue import (
     has_continuation,
     is_slot_filled,
     parse_answer,
     revealed_slots,
 )
-from privateshared.graph.probing import REPROMPTS, parse_probe_answer, probe_message
+from privateshared.graph.probing import parse_probe_answer
+from tests.conftest import SHARED_RESOURCES
 
 
 @pytest.mark.parametrize(
@@ -86,12 +89,29 @@ def test_revealed_slots_finds_every_value_in_an_answer() -> None:
     assert revealed_slots("ANSWER: Somewhere.", slots) == frozenset()
 
 
-def test_probe_message_inserts_reprompt_words_after_the_tag() -> None:
+def test_our_probe_wording_inserts_reprompt_words_after_the_tag() -> None:
     question = "Does the agent know where you go?"
-    first = probe_message(question, 1)
+    first = OUR_PROBE_WORDING.message(question, 1)
     assert first == f"ME: {question} Answer this question with yes or no and then stop."
     for attempt in range(2, 6):
-        again = probe_message(question, attempt)
+        again = OUR_PROBE_WORDING.message(question, attempt)
         assert again.startswith(f"ME: {REPROMPTS[attempt - 2]} {question} ")
         assert again.endswith("Answer this question with yes or no and then stop.")
-    assert len({probe_message(question, attempt) for attempt in range(1, 6)}) == 5
+    assert len({OUR_PROBE_WORDING.message(question, attempt) for attempt in range(1, 6)}) == 5
+
+
+def test_a_question_with_braces_is_sent_as_it_is() -> None:
+    """The wording substitutes `{question}` once; braces in the question are not a template."""
+    assert OUR_PROBE_WORDING.message("Is {x} known?", 1).startswith("ME: Is {x} known? ")
+
+
+@pytest.mark.skipif(not SHARED_RESOURCES.is_dir(), reason="clembench's texts are not here")
+def test_clembench_wording_keeps_the_empty_first_suffix_and_its_space() -> None:
+    wording = clembench_probe_wording(SHARED_RESOURCES)
+    question = "Does the travel agent know where you go?"
+    instruction = "Answer this question with yes or no and then stop."
+    assert wording.message(question, 1) == f"ME:  {question} {instruction}"  # two spaces
+    assert wording.message(question, 2) == (
+        f"ME: Please answer this question carefully. {question} {instruction}"
+    )
+    assert len(wording.tries) == 5

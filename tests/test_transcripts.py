@@ -21,13 +21,14 @@ from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.record_files import read_interactions
 from privateshared.bench.transcript_page import render_transcript
 from privateshared.bench.transcripts import TranscriptError, write_transcripts
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import write_json
 from privateshared.graph.records import CallFailure, EpisodeScores, Interactions
-from tests.conftest import REPO, SHARED_RECORDS
+from tests.conftest import REPO, SHARED_NEWER_RECORDS, SHARED_RECORDS
 
 ORACLE = OracleAnswerer()
 Script = Callable[[PlayerRequest], str | None]
@@ -387,17 +388,24 @@ async def test_failed_call_is_a_banner_in_the_dialogue(instance: GameInstance, t
     assert page.find("section", "turn")[-1].find("div", "banner", "error")
 
 
-async def test_broken_interactions_is_one_line_naming_the_file(
+async def test_broken_interactions_is_one_line_and_the_others_go_through(
     instance: GameInstance, tmp_path: Path
 ) -> None:
-    folder = episode_folder(tmp_path, "episode_7")
-    await play(instance, lambda request: None, folder)
-    (folder / "interactions.json").write_text('{"players": ', encoding="utf-8")
-    with pytest.raises(TranscriptError) as caught:
-        write_transcripts(tmp_path)
-    message = str(caught.value)
-    assert str(folder / "interactions.json") in message and "\n" not in message
-    assert not (tmp_path / "index.html").exists()  # nothing written
+    broken, fine = episode_folder(tmp_path, "episode_7"), episode_folder(tmp_path, "episode_8")
+    await play(instance, lambda request: None, broken)
+    await play(instance, lambda request: None, fine)
+    (broken / "interactions.json").write_text('{"players": ', encoding="utf-8")
+    transcribed = write_transcripts(tmp_path)
+    [line] = transcribed.unreadable
+    assert str(broken / "interactions.json") in line and "\n" not in line
+    assert transcribed.written == [fine / "transcript.html", tmp_path / "index.html"]
+    index = (tmp_path / "index.html").read_text()
+    assert "episode 7" in index and "not shown:" in index  # listed, with why it has no page
+
+
+def test_a_folder_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(TranscriptError, match="not a folder"):
+        write_transcripts(tmp_path / "missing")
 
 
 # --- the index ----------------------------------------------------------------------------
@@ -468,42 +476,41 @@ def test_transcript_links_back_to_the_index(run_results: Path) -> None:
 # --- clembench's records ------------------------------------------------------------------
 
 
+CLEMBENCH_EPISODES = sorted(
+    path
+    for root in (SHARED_RECORDS, SHARED_NEWER_RECORDS)
+    for path in root.glob("*/privateshared/*/episode_*/interactions.json")
+)
+
+
 @pytest.mark.skipif(not SHARED_RECORDS.is_dir(), reason=f"no clembench records at {SHARED_RECORDS}")
-def test_clembench_records_render_with_their_answers() -> None:
-    episodes = sorted(SHARED_RECORDS.glob("*/privateshared/*/episode_*/interactions.json"))
-    assert episodes, f"no episodes under {SHARED_RECORDS}"
-    for path in episodes:
-        interactions = Interactions.model_validate_json(path.read_text(encoding="utf-8"))
-        scores_path = path.parent / "scores.json"
-        scores = EpisodeScores.model_validate(json.loads(scores_path.read_text()))
-        instance_path = path.parent / "instance.json"
-        instance = json.loads(instance_path.read_text()) if instance_path.exists() else None
-        page = parse(render_transcript(interactions, scores, None, instance))
-        answers = [
+@pytest.mark.parametrize(
+    "path", CLEMBENCH_EPISODES, ids=[str(p.parents[3].parent.name) for p in CLEMBENCH_EPISODES]
+)
+def test_clembench_records_render_with_their_answers(path: Path) -> None:
+    """Both of clembench's layouts: every answer, question and probe shows, in order."""
+    interactions = read_interactions(path)
+    scores = EpisodeScores.model_validate(json.loads((path.parent / "scores.json").read_text()))
+    instance_path = path.parent / "instance.json"
+    instance = json.loads(instance_path.read_text()) if instance_path.exists() else None
+    page = parse(render_transcript(interactions, scores, None, instance))
+
+    def said(sender: str) -> list[str]:
+        return [
             str(event.action.content)
             for turn in interactions.turns
             for event in turn
-            if event.action.type == "get message" and event.sender == "Player 1"
-        ]
-        shown = [node.text() for node in page.find("", "say", "answer")]
-        assert shown == answers, path
-        questions = [
-            str(event.action.content)
-            for turn in interactions.turns
-            for event in turn
-            if event.action.type == "get message" and event.sender == "Player 2"
-        ]
-        assert [node.text() for node in page.find("", "say", "question")] == questions, path
-        assert not page.find("td", "belief") and not page.find("li", "call"), path
-        begun = sum(
-            1 for turn in interactions.turns for event in turn
-            if event.action.content == "Begin probing"
-        )  # fmt: skip
-        assert len(page.find("details")) == begun, path
-        # Every probe clembench logged shows up, with its slot.
-        slots = [slot for _, slot, _ in probes_shown(page)]
-        targets = [entry.target for entries in interactions.probes for entry in entries]
-        assert slots == targets, path
+            if event.action.type == "get message" and event.sender == sender
+            and getattr(event.action, "label", None) != "pseudo"
+        ]  # fmt: skip
+
+    assert [node.text() for node in page.find("", "say", "answer")] == said("Player 1")
+    assert [node.text() for node in page.find("", "say", "question")] == said("Player 2")
+    assert not page.find("td", "belief") and not page.find("li", "call")
+    assert len(page.find("details")) == len(interactions.probes)  # one fold per probing round
+    # Every probe clembench logged shows up, with its slot.
+    slots = [slot for _, slot, _ in probes_shown(page)]
+    assert slots == [entry.target for entries in interactions.probes for entry in entries]
 
 
 BROWSER_CHECK = REPO / "scripts" / "check_transcripts_in_browser.py"
