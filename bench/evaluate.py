@@ -160,6 +160,8 @@ class QuestionerByTurn(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model: str
+    experiment: str | None = None
+    """The experiment's name; None over every experiment."""
     slot_accuracy: dict[int, float]
     """Turn (1 prepares the first question) -> mean Questioner Slot Accuracy over the episodes
     where it is defined at that turn; first turn first, empty without questioner scores."""
@@ -199,6 +201,9 @@ class Evaluation(BaseModel):
     """Turn level, per model and experiment."""
     questioner_by_model: tuple[QuestionerByTurn, ...]
     """Turn level, the questioner's slot accuracy, per model."""
+    questioner_by_experiment: tuple[QuestionerByTurn, ...]
+    """Turn level, the questioner's slot accuracy, per model and experiment: episodes of
+    different lengths are not mixed."""
 
 
 # Reading the records
@@ -392,7 +397,9 @@ def round_accuracy(
     return RoundAccuracy(model=model, experiment=experiment, rounds=rounds)
 
 
-def questioner_by_turn(episodes: Sequence[EpisodeRecord], model: str) -> QuestionerByTurn:
+def questioner_by_turn(
+    episodes: Sequence[EpisodeRecord], model: str, experiment: str | None = None
+) -> QuestionerByTurn:
     """Average the questioner's slot accuracy at each turn over the episodes defining it."""
     by_turn: dict[int, list[float]] = {}
     for episode in episodes:
@@ -401,6 +408,7 @@ def questioner_by_turn(episodes: Sequence[EpisodeRecord], model: str) -> Questio
     ordered = sorted(by_turn.items())
     return QuestionerByTurn(
         model=model,
+        experiment=experiment,
         slot_accuracy={turn: mean(values) for turn, values in ordered},
         episodes={turn: len(values) for turn, values in ordered},
     )
@@ -439,5 +447,9 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
         ),
         questioner_by_model=tuple(
             questioner_by_turn(group, model) for model, group in by_model.items()
+        ),
+        questioner_by_experiment=tuple(
+            questioner_by_turn(group, model, experiment)
+            for (model, experiment), group in by_experiment.items()
         ),
     )

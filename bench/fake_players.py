@@ -9,6 +9,7 @@ the whole path: context, transport, function calls, parsing and scoring.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -61,15 +62,15 @@ def answerer_for(*instances: GameInstance) -> ReplyFunction:
         if last[1].startswith(PROBE):
             # Round k follows the k-th answer; the first assistant message is the pseudo "Ok.".
             round_index = sum(role == "assistant" for role, _ in earlier) - 1
-            slot = _probed_slot(instance, round_index, last[1])
+            slot = probed_slot(instance, round_index, last[1])
             known = _is_known(instance, slot, earlier)
             return f"{ASIDE} {'yes' if known else 'no'}"
-        return f"{ANSWER} {instance.slots[_asked_slot(instance, last[1])]}."
+        return f"{ANSWER} {instance.slots[asked_slot(instance, last[1])]}."
 
     return reply
 
 
-def _probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
+def probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
     """The slot whose probe text of this round occurs in the probe message."""
     if not 0 <= round_index < len(instance.probes):
         raise LookupError(f"no probing round {round_index} in this instance")
@@ -79,13 +80,17 @@ def _probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
     return slots[0]
 
 
-def _asked_slot(instance: GameInstance, question: str) -> str:
+def asked_slot(instance: GameInstance, question: str) -> str:
     """The slot a question asks for: the instance's own request for it, or, from another
     questioner, a question that names the slot (the longest name that fits)."""
     for slot, request in instance.requests.items():
         if question == f"{instance.tag}: {request}":
             return slot
-    named = [slot for slot in instance.slots if f" {slot.lower()}" in question.lower()]
+    # Whole words only: slot `a` of letter-number is not named by "about".
+    named = [
+        slot for slot in instance.slots
+        if re.search(rf"\b{re.escape(slot)}\b", question, flags=re.IGNORECASE)
+    ]  # fmt: skip
     if named:
         return max(named, key=len)
     raise LookupError(f"not a question of this instance: {question!r}")

@@ -157,14 +157,16 @@ def format_markdown(evaluation: Evaluation) -> str:
         [[row.model, row.experiment or "", *_cells(row)] for row in evaluation.experiments],
         left=2,
     )
-    rounds = max((len(line.rounds) for line in evaluation.rounds_by_model), default=0)
+    # Per experiment: round k of a 5-slot episode is not round k of a 15-slot one.
+    rounds = max((len(line.rounds) for line in evaluation.rounds_by_experiment), default=0)
     per_round = _markdown(
-        ["model", *(f"round {k}" for k in range(rounds))],
+        ["model", "experiment", *(f"round {k}" for k in range(rounds))],
         [
-            [line.model, *(_fixed(mean.accuracy, 2) for mean in line.rounds)]
+            [line.model, line.experiment or "", *(_fixed(m.accuracy, 2) for m in line.rounds)]
             + [""] * (rounds - len(line.rounds))
-            for line in evaluation.rounds_by_model
+            for line in evaluation.rounds_by_experiment
         ],
+        left=2,
     )
     warning = coverage_warning(evaluation)
     questioner: list[str] = []

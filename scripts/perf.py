@@ -4,11 +4,13 @@ Starts the fake OpenAI-compatible endpoint (`privateshared.bench.fake_endpoint`,
 answerer for the default instances) with a given latency per call in its own process, then times
 the real command, start-up and reports included:
 
-    privateshared run --model fake-model --base-url URL --concurrency 20 --results-dir TMP
+    privateshared run --model fake-model --base-url URL --concurrency 20 --results-dir TMP \
+        --experiment travel-booking --experiment job-interview
 
 CPU is the run process's own (user + system, from wait4), so the server's work is not counted.
 The critical path is what no concurrency can shorten: per episode, 6 probing rounds and 5 answers
-one after another, 11 latencies for 5 slots.
+one after another, 11 latencies for 5 slots. The two 5-slot experiments measured are those the
+figures in the README were first taken on (`--experiment` picks others).
 
     python scripts/perf.py                         # latencies 0, 0.1 and 1 s, concurrency 20
     python scripts/perf.py --latency 0.1 --concurrency 1
@@ -63,7 +65,7 @@ def _start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     return server, url
 
 
-def measure(latency: float, concurrency: int) -> Measurement:
+def measure(latency: float, concurrency: int, experiments: list[str]) -> Measurement:
     """Time one full run of the default instances at `latency` seconds per call."""
     server, url = _start_server(latency)
     try:
@@ -71,6 +73,7 @@ def measure(latency: float, concurrency: int) -> Measurement:
             command = [
                 str(BIN / "privateshared"), "run", "--model", "fake-model", "--base-url", url,
                 "--concurrency", str(concurrency), "--results-dir", results,
+                *(option for name in experiments for option in ("--experiment", name)),
             ]  # fmt: skip
             env = {**os.environ, "OPENAI_API_KEY": "not-needed"}
             start = time.perf_counter()
@@ -106,11 +109,17 @@ def main() -> None:
         help="seconds per call (repeatable; default: 0, 0.1 and 1)",
     )
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument(
+        "--experiment",
+        action="append",
+        help="experiment to play (repeatable; default: travel-booking and job-interview)",
+    )
     args = parser.parse_args()
+    experiments = args.experiment or ["travel-booking", "job-interview"]
     latencies = args.latency or [0.0, 0.1, 1.0]
     results = {}
     for latency in latencies:
-        results[latency] = measure(latency, args.concurrency)
+        results[latency] = measure(latency, args.concurrency, experiments)
         print(report(results[latency]), flush=True)
     if 0.0 in results and 1.0 in results:
         driven = results[1.0].wall - results[0.0].wall

@@ -25,12 +25,27 @@ def episodes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Episode
     return by_model
 
 
+EXPERIMENTS = {
+    "job-interview": 5, "letter-number": 10, "restaurant": 5, "things-places": 15,
+    "travel-booking": 5,
+}  # fmt: skip
+"""The five default experiments and their slots, ten instances each."""
+
+
 def test_every_baseline_plays_every_default_instance(
     episodes: dict[str, list[EpisodeRecord]],
 ) -> None:
     assert {model: len(played) for model, played in episodes.items()} == {
-        "oracle": 20, "always-yes": 20, "always-no": 20, "mock": 20,
+        "oracle": 50, "always-yes": 50, "always-no": 50, "mock": 50,
     }  # fmt: skip
+    for played in episodes.values():
+        per_experiment = {name: 0 for name in EXPERIMENTS}
+        for episode in played:
+            per_experiment[episode.experiment] += 1
+        assert per_experiment == dict.fromkeys(EXPERIMENTS, 10)
+    # Every probing round of every played episode is scored: n + 1 of them.
+    for episode in episodes["oracle"]:
+        assert sorted(episode.round_accuracy) == list(range(EXPERIMENTS[episode.experiment] + 1))
 
 
 def test_oracle_is_perfect(episodes: dict[str, list[EpisodeRecord]]) -> None:
@@ -47,8 +62,10 @@ def test_constant_replies_score_zero(episodes: dict[str, list[EpisodeRecord]], m
         assert episode.score("Kappa") == 0.0
         assert episode.score("Main Score") == 0.0
         assert episode.score("Slot-Filling-Accuracy") == 1.0
-        # Right about half the time all the same: accuracy alone would flatter them.
-        assert 0.3 < episode.score("Accuracy") < 0.7
+        # Right half the time all the same, accuracy alone would flatter them: the slot asked
+        # in turn t is shared in rounds t to n, so over rounds 0 to n exactly half of all probes
+        # are true (1 + 2 + ... + n of n(n + 1)), whatever n.
+        assert episode.score("Accuracy") == 0.5
 
 
 def test_random_replies_have_kappa_near_zero(episodes: dict[str, list[EpisodeRecord]]) -> None:

@@ -44,9 +44,12 @@ def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Pa
         assert (results / name).is_file(), name
     for pair in ("oracle-t0.0--oracle-t0.0", "mock-t0.0--mock-t0.0"):
         folders = episode_folders(results, pair)
-        assert len(folders) == 20
+        assert len(folders) == 50
         experiments = sorted({folder.parent.name for folder in folders})
-        assert experiments == ["0_job-interview", "1_travel-booking"]
+        assert experiments == [
+            "0_job-interview", "1_letter-number", "2_restaurant", "3_things-places",
+            "4_travel-booking",
+        ]  # fmt: skip
         for folder in folders:
             files = sorted(path.name for path in folder.iterdir())
             assert files == [*EPISODE_FILES, "transcript.html"]
@@ -61,8 +64,8 @@ def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Pa
         assert scores["episode scores"]["Main Score"] == 100.0, folder
     rows = {line.split()[0]: line.split() for line in output.splitlines() if line.strip()}
     # model, episodes, played, aborted, errored, unscored, % played
-    assert rows["oracle-t0.0--oracle-t0.0"][1:7] == ["20", "20", "0", "0", "0", "100.0"]
-    assert rows["mock-t0.0--mock-t0.0"][1] == "20"
+    assert rows["oracle-t0.0--oracle-t0.0"][1:7] == ["50", "50", "0", "0", "0", "100.0"]
+    assert rows["mock-t0.0--mock-t0.0"][1] == "50"
 
 
 def test_mock_breaks_rules_sometimes_and_guesses_probes(run_dir: tuple[Path, str]) -> None:
@@ -88,7 +91,7 @@ def test_score_rebuilds_scores_from_interactions(
     for path in paths:
         path.unlink()
     assert main(["score", str(results)]) == 0
-    assert "re-scored 40 episodes" in capsys.readouterr().out
+    assert "re-scored 100 episodes" in capsys.readouterr().out
     assert {path: path.read_bytes() for path in paths} == before
 
 
@@ -197,7 +200,7 @@ def test_eval_and_transcribe_commands(
     out = capsys.readouterr().out
     assert "oracle-t0.0--oracle-t0.0" in out and (results / "results.md").is_file()
     assert main(["transcribe", str(results)]) == 0
-    assert "wrote 40 transcripts" in capsys.readouterr().out
+    assert "wrote 100 transcripts" in capsys.readouterr().out
     assert (results / "index.html").is_file()
 
 

@@ -225,7 +225,9 @@ def test_results_md_and_table_warn_about_missing_episodes(
     assert f"> **Warning:** {WARNING}" in markdown
     assert markdown.index(WARNING) < markdown.index("| model |")
     assert f"| {ALPHA} | 6 | 3 | 1 | 1 | 1 | 75.0 | 80.00 ± 20.00 | 60.00 |" in markdown
-    assert f"| {BETA} | 0.25 | 1.00 |  |" in markdown  # per round; beta never reached round 2
+    # Per round and experiment; beta never reached round 2.
+    assert f"| {BETA} | travel-booking | 0.50 |  |  |" in markdown
+    assert f"| {BETA} | job-interview | 0.00 | 1.00 |  |" in markdown
     table = format_table(evaluation).splitlines()
     assert table[1].split() == [ALPHA, "6", "3", "1", "1", "1", "75.0", "80.00", "±", "20.00",
                                 "60.00"]  # fmt: skip
@@ -304,12 +306,20 @@ def test_a_real_run_evaluates_oracle_perfectly(tmp_path: Path) -> None:
         )
     evaluation = evaluate(collect(records))
     oracle = _row(evaluation.models, "oracle-t0.0--oracle-t0.0")
-    assert (oracle.episodes, oracle.played, oracle.errored, oracle.unscored) == (20, 20, 0, 0)
+    assert (oracle.episodes, oracle.played, oracle.errored, oracle.unscored) == (50, 50, 0, 0)
     assert (oracle.percent_played, oracle.quality_score, oracle.clemscore) == (100, 100, 100)
     (rounds,) = [line for line in evaluation.rounds_by_model if line.model == oracle.model]
-    assert len(rounds.rounds) == 6 and all(mean.accuracy == 1.0 for mean in rounds.rounds)
+    assert len(rounds.rounds) == 16 and all(mean.accuracy == 1.0 for mean in rounds.rounds)
+    by_experiment = {
+        line.experiment: len(line.rounds)
+        for line in evaluation.rounds_by_experiment if line.model == oracle.model
+    }  # fmt: skip
+    assert by_experiment == {
+        "job-interview": 6, "letter-number": 11, "restaurant": 6, "things-places": 16,
+        "travel-booking": 6,
+    }  # fmt: skip
     mock = _row(evaluation.models, "mock-t0.0--mock-t0.0")
-    assert mock.played + mock.aborted == 20 and 0 < mock.aborted < 20
+    assert mock.played + mock.aborted == 50 and 0 < mock.aborted < 50
     write_results(records, evaluation)
     assert (
         "oracle-t0.0--oracle-t0.0,100.0,100.0,100.0,100.0,100.0"

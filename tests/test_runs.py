@@ -49,6 +49,7 @@ def test_concurrency_changes_no_result(tmp_path: Path, capsys: pytest.CaptureFix
     for concurrency in ("1", "32"):
         results = tmp_path / concurrency
         argv = ["run", "--model", "oracle", "--model", "mock", "--model", "mock:3",
+                "--experiment", "travel-booking", "--experiment", "things-places",
                 "--concurrency", concurrency, "--results-dir", str(results)]  # fmt: skip
         assert main(argv) == 0
         runs[concurrency] = records(results)
@@ -107,7 +108,8 @@ def start_run(server: FakeOpenAI, results: Path) -> subprocess.Popen[bytes]:
     """`privateshared run` against `server`, as a user would start it."""
     return subprocess.Popen(
         [str(PRIVATESHARED), "run", "--model", "fake-model", "--base-url", server.base_url,
-         "--concurrency", "3", "--results-dir", str(results)],
+         "--concurrency", "3", "--results-dir", str(results),
+         "--experiment", "travel-booking", "--experiment", "job-interview"],
         env={**os.environ, "OPENAI_API_KEY": "sk-test"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip

@@ -1,0 +1,1 @@
+"""Restaurant: a guest orders a meal, course by course, from a waiter."""
