@@ -25,7 +25,13 @@ from privateshared.agents.registry import (
     PROGRAMMATIC_ANSWERERS,
 )
 from privateshared.agents.replay import ReplayError
-from privateshared.bench.cast import DEFAULT_MODELS, Cast, CastError, cast_players
+from privateshared.bench.cast import (
+    DEFAULT_MAX_SLOTS,
+    DEFAULT_MODELS,
+    Cast,
+    CastError,
+    cast_players,
+)
 from privateshared.bench.evaluate import Evaluation, ResultsError, collect, evaluate
 from privateshared.bench.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
@@ -83,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
         "--model", action="append", dest="models", metavar="NAME",
         help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
         "run here by llama.cpp), local:PATH.gguf, or a model served at --base-url "
-        f"(repeatable; default: {' '.join(DEFAULT_MODELS)})",
+        f"(repeatable; default: {' '.join(DEFAULT_MODELS)}, SmolLM2 on the 5-slot "
+        "experiments only)",
     )  # fmt: skip
     run.add_argument(
         "--questioner", default="programmatic", metavar="NAME",
@@ -259,7 +266,11 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Fini
         model.check()  # one call per model, before any episode starts
     if args.max_concurrent_calls is not None:
         cast = cast.throttled(args.max_concurrent_calls)
-    planned = plan_episodes(cast.answerers, cast.questioner, playable, args.results_dir)
+    default_run = args.models is None  # see DEFAULT_MAX_SLOTS
+    planned = plan_episodes(
+        cast.answerers, cast.questioner, playable, args.results_dir,
+        max_slots=DEFAULT_MAX_SLOTS if default_run else None,
+    )  # fmt: skip
     pending = [episode for episode in planned if args.rerun or not is_done(episode.folder)]
     if len(pending) < len(planned):
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "

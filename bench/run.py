@@ -9,7 +9,7 @@ failed for good), so a run can be stopped at any moment: the same command plays 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -57,13 +57,21 @@ class Finished:
 
 
 def plan_episodes(
-    answerers: Sequence[Player], questioner: Player, playable: Playable, results_dir: Path
+    answerers: Sequence[Player],
+    questioner: Player,
+    playable: Playable,
+    results_dir: Path,
+    max_slots: Mapping[str, int] | None = None,
 ) -> list[Episode]:
-    """Every (instance, answerer) pair, instance by instance so that the models interleave."""
+    """Every (instance, answerer) pair, instance by instance so that the models interleave;
+    an answerer named in `max_slots` plays only instances of at most that many slots."""
+    limits = max_slots or {}
     episodes = []
     for index, experiment, instances in playable:
         for instance in instances:
             for answerer in answerers:
+                if len(instance.slots) > limits.get(answerer.name, len(instance.slots)):
+                    continue
                 pair = pair_name(answerer, questioner)
                 folder = episode_dir(results_dir, pair, index, experiment.name, instance.game_id)
                 episodes.append(Episode(answerer, pair, index, experiment, instance, folder))

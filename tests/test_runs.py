@@ -15,9 +15,17 @@ from typing import Any
 
 import pytest
 
+from privateshared.agents.registry import resolve_answerer, resolve_questioner
 from privateshared.bench.cli import main
 from privateshared.bench.fake_endpoint import FakeOpenAI
 from privateshared.bench.fake_players import default_answerer
+from privateshared.bench.run import plan_episodes
+from privateshared.domains.instances import (
+    default_instances_path,
+    playable_instances,
+    read_instances,
+)
+from privateshared.domains.loader import load_domains
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
 RECORD_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
@@ -211,3 +219,21 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
         [*argv, "--results-dir", str(tmp_path / "pipe")], capture_output=True, timeout=120
     )
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+def test_an_answerer_can_be_kept_to_short_experiments(tmp_path: Path) -> None:
+    """The default run keeps SmolLM2 to the 5-slot experiments; every other answerer plays all."""
+    playable = playable_instances(read_instances(default_instances_path()), load_domains())
+    answerers = [resolve_answerer("oracle"), resolve_answerer("mock")]
+    planned = plan_episodes(
+        answerers, resolve_questioner("programmatic"), playable, tmp_path, max_slots={"oracle": 5}
+    )
+    played = {
+        name: sorted({e.experiment.name for e in planned if e.answerer.name == name})
+        for name in ("oracle", "mock")
+    }
+    assert played == {
+        "oracle": ["job-interview", "restaurant", "travel-booking"],
+        "mock": ["job-interview", "letter-number", "restaurant", "things-places", "travel-booking"],
+    }
+    assert [e.answerer.name for e in planned].count("oracle") == 30
