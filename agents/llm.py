@@ -1,7 +1,7 @@
 """A chat model behind any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp server).
 
 The API key is read once, when the player is built from its `ModelSpec`, and lives only inside
-the `ChatOpenAI` client as a `SecretStr`: it never enters state, records or logs.
+the player (a `SecretStr`) and its openai clients: it never enters state, records or logs.
 """
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import itertools
+import json
+import ssl
 import zlib
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cache
 
 import openai
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
 
 from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest, ToolCall
 
@@ -102,11 +103,7 @@ def _server_wait(error: Exception) -> float:
 
 
 def error_kind(error: Exception) -> str:
-    """The error's name as the openai client knows it (langchain-openai wraps its errors in
-    subclasses of its own), e.g. APITimeoutError, RateLimitError."""
-    for kind in type(error).__mro__:
-        if kind.__module__.split(".")[0] == "openai":
-            return kind.__name__
+    """The error's class, as the openai SDK raises it: e.g. APITimeoutError, RateLimitError."""
     return type(error).__name__
 
 
@@ -115,67 +112,103 @@ def retry_delay(error: Exception, tries: int, backoff: float) -> float:
     return _server_wait(error) or backoff * 2 ** (tries - 1)
 
 
-def tool_calls(message: BaseMessage) -> tuple[ToolCall, ...]:
-    """The calls a reply made: readable ones first, then those whose arguments were not JSON."""
-    if not isinstance(message, AIMessage):
-        return ()
-    readable = [
-        ToolCall(id=call.get("id") or f"call_{i}", name=call["name"], arguments=call["args"])
-        for i, call in enumerate(message.tool_calls)
-    ]
-    unreadable = [
-        ToolCall(
-            id=call.get("id") or f"invalid_{i}",
-            name=call.get("name") or "",
-            arguments=None,
-            error=call.get("error") or f"arguments are not a JSON object: {call.get('args')!r}",
+class ChatCompletionError(ValueError):
+    """A reply that is not a chat completion (a malformed body): retried like a server error."""
+
+
+def _text(content: JsonValue) -> str:
+    """A message's text, also when a server returns content as a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part if isinstance(part, str) else str(part.get("text", ""))
+            for part in content
+            if isinstance(part, str) or (isinstance(part, dict) and "text" in part)
         )
-        for i, call in enumerate(message.invalid_tool_calls)
-    ]
+    return ""
+
+
+def _tool_calls(message: dict[str, JsonValue]) -> tuple[ToolCall, ...]:
+    """The calls a reply made: readable ones first, then those whose arguments were not a JSON
+    object (their error says why)."""
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ChatCompletionError("tool_calls is not a list")
+    readable, unreadable = [], []
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(function, dict):
+            raise ChatCompletionError(f"tool call {index} has no function")
+        name = str(function.get("name") or "")
+        arguments = function.get("arguments")
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) and arguments else {}
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            readable.append(ToolCall(id=str(call.get("id") or f"call_{index}"), name=name,
+                                     arguments=parsed))  # fmt: skip
+        else:
+            unreadable.append(ToolCall(
+                id=str(call.get("id") or f"invalid_{index}"), name=name, arguments=None,
+                error=f"arguments are not a JSON object: {arguments!r}",
+            ))  # fmt: skip
     return (*readable, *unreadable)
 
 
-def message_text(message: BaseMessage) -> str:
-    """The reply's text, also when a server returns content as a list of parts."""
-    if isinstance(message.content, str):
-        return message.content
-    parts = []
-    for part in message.content:
-        if isinstance(part, str):
-            parts.append(part)
-        elif isinstance(part, dict) and isinstance(part.get("text"), str):
-            parts.append(part["text"])
-    return "".join(parts)
+def read_completion(body: bytes) -> tuple[dict[str, JsonValue], str, tuple[ToolCall, ...]]:
+    """A chat completion's JSON, its text and its tool calls; `ChatCompletionError` for a body
+    that is not one."""
+    try:
+        completion = json.loads(body)
+        message = completion["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise ChatCompletionError(
+            f"not a chat completion ({type(error).__name__}: {error}): {body[:200]!r}"
+        ) from None
+    if not isinstance(message, dict):
+        raise ChatCompletionError(f"not a chat completion message: {message!r}")
+    return completion, _text(message.get("content")), _tool_calls(message)
 
 
-CONNECTION_POOLS = 4
+CONNECTION_POOLS = 64
 """HTTP connection pools per model. httpcore checks every pooled connection each time a request
-starts or ends, so one pool serving a hundred concurrent calls spends milliseconds of CPU per
-call; episodes spread over a few pools keep each pool small."""
+starts or ends, so a pool that a hundred concurrent calls share spends milliseconds of CPU per
+call; each episode keeps to one pool, so a pool holds the few connections of a few episodes."""
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for every pool: building one reads the system's certificates (20 ms)."""
+    return ssl.create_default_context()
 
 
 class ChatModelPlayer:
-    """Sends the request's messages to a chat model and returns its reply as it came."""
+    """Sends the request's messages to a chat model and returns its reply as it came.
+
+    Calls go through the openai SDK's low-level request method (`AsyncOpenAI.post`, which the
+    SDK documents for requests it has no typed method for), with the messages already in the
+    chat format: the typed `chat.completions.create`, and langchain-openai's `ChatOpenAI` on top
+    of it, would check and convert every message of the growing dialogue against the SDK's
+    message types on every call, the largest cost of a run (see the README's Performance). The
+    SDK still sends, authenticates, times out and raises its errors; records keep the chat
+    completion exactly as the endpoint returned it.
+    """
 
     def __init__(self, spec: ModelSpec, key: SecretStr) -> None:
         self.spec = spec
-        self._chats = tuple(
-            ChatOpenAI(
-                model=spec.model,
+        self._key = key
+        self._clients = tuple(
+            openai.AsyncOpenAI(
+                api_key=key.get_secret_value(),
                 base_url=spec.base_url,
-                api_key=key,
-                temperature=spec.temperature,
                 timeout=spec.timeout,
                 max_retries=0,  # retried below, where the tries are counted for error.json
-                # Watching a graph in messages mode (Studio does) would switch ChatOpenAI to
-                # streaming, whose replies lose the completion id and usage: records of one
-                # episode would then depend on who watched it. Whole replies keep them identical.
-                disable_streaming=True,
-                http_async_client=openai.DefaultAsyncHttpxClient(),
+                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
             )
             for _ in range(CONNECTION_POOLS)
         )
-        self._chat = self._chats[0]
 
     @property
     def name(self) -> str:
@@ -187,32 +220,34 @@ class ChatModelPlayer:
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
         messages = [message.to_openai() for message in request.messages]
+        body: dict[str, object] = {
+            "model": self.spec.model, "messages": messages,
+            "temperature": self.spec.temperature, "stream": False,
+        }  # fmt: skip
+        if request.tools:
+            body["tools"] = list(request.tools)
         # An episode's calls share one pool, so its connections stay warm between turns.
         episode = f"{request.instance.experiment}/{request.instance.game_id}"
-        chat = self._chats[zlib.crc32(episode.encode()) % len(self._chats)]
-        model = chat.bind_tools(list(request.tools)) if request.tools else chat
+        client = self._clients[zlib.crc32(episode.encode()) % len(self._clients)]
         for tries in itertools.count(1):
             try:
-                reply = await model.ainvoke(messages)
+                # cast_to=bytes: the body as it came, for the record and our own parsing
+                content = await client.post("/chat/completions", body=body, cast_to=bytes)
+                completion, text, calls = read_completion(content)
             except Exception as error:
                 if not is_transient(error) or tries > self.spec.max_retries:
                     raise self._failure(error, tries) from error
                 await asyncio.sleep(retry_delay(error, tries, self.spec.retry_backoff))
                 continue
-            return PlayerReply(
-                text=message_text(reply),
-                prompt=messages,
-                raw=reply.model_dump(mode="json"),
-                tool_calls=tool_calls(reply),
-            )
+            return PlayerReply(text=text, prompt=messages, raw=completion, tool_calls=calls)
         raise AssertionError("unreachable")
 
     def _failure(self, error: Exception, tries: int) -> PlayerFailure:
         """The error as error.json will show it, with the key blanked should a server echo it."""
         message = str(error) or type(error).__name__
-        secret = self._chat.openai_api_key
-        if isinstance(secret, SecretStr) and len(secret.get_secret_value()) >= 8:
-            message = message.replace(secret.get_secret_value(), "[key]")
+        secret = self._key.get_secret_value()
+        if len(secret) >= 8:
+            message = message.replace(secret, "[key]")
         return PlayerFailure(error_kind(error), message, tries)
 
     def check(self) -> None:
@@ -221,9 +256,10 @@ class ChatModelPlayer:
         Endpoints that cannot list their models are given the benefit of the doubt.
         """
         where = self.spec.base_url or "the OpenAI API"
-        client = self._chat.root_client.with_options(
-            timeout=min(self.spec.timeout, 15.0), max_retries=0
-        )
+        client = openai.OpenAI(
+            api_key=self._key.get_secret_value(), base_url=self.spec.base_url,
+            timeout=min(self.spec.timeout, 15.0), max_retries=0,
+        )  # fmt: skip
         try:
             served = [model.id for model in client.models.list()]
         except openai.APIConnectionError:

@@ -2,7 +2,7 @@
 
 `FakeOpenAI` serves `GET /v1/models` and `POST /v1/chat/completions` (plain JSON, or Server-Sent
 Events when the body asks for `"stream": true`) from a thread, using only the standard library,
-so the real HTTP path through langchain-openai and the openai client runs without the internet.
+so the real HTTP path through the openai client runs without the internet.
 The replies come from a plain function of the messages (`fake_players.answerer_for` builds one
 that plays the answerer perfectly). A latency per call and injected faults (HTTP errors, hangs,
 resets, malformed bodies) make it a test bed for the runner.
@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -405,14 +406,23 @@ def _chunks(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve perfect players (answerer, questioner, judge) for the default instances until
-    interrupted."""
+    """Serve perfect players (answerer, questioner, judge) for the default instances, or those of
+    --instances, until interrupted."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat call")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--model", default="fake-model", help="the model name it serves")
+    parser.add_argument(
+        "--instances",
+        type=Path,
+        help="instances file the answerer knows (default: the shipped one)",
+    )
+    parser.add_argument(
+        "--resources", type=Path, help="clembench's texts, for clembench's instances file"
+    )
     args = parser.parse_args(argv)
-    with FakeOpenAI(default_players(), [args.model], args.latency, port=args.port) as server:
+    players = default_players(args.instances, args.resources)
+    with FakeOpenAI(players, [args.model], args.latency, port=args.port) as server:
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

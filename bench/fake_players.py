@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from privateshared.domains.instances import (
@@ -106,10 +107,11 @@ def _is_known(instance: GameInstance, slot: str, earlier: list[tuple[Any, str]])
     )
 
 
-def default_answerer() -> ReplyFunction:
-    """A perfect answerer for every instance of the default instances file."""
-    file = read_instances(default_instances_path())
-    playable = playable_instances(file, load_domains())
+def default_answerer(instances: Path | None = None, resources: Path | None = None) -> ReplyFunction:
+    """A perfect answerer for every instance of an instances file (default: the shipped one;
+    clembench's with `resources`, its texts)."""
+    file = read_instances(instances or default_instances_path())
+    playable = playable_instances(file, load_domains(), resources)
     return answerer_for(*(instance for _, _, instances in playable for instance in instances))
 
 
@@ -149,10 +151,10 @@ def perfect_questioner(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": "", "tool_calls": calls}
 
 
-def default_players() -> ReplyFunction:
+def default_players(instances: Path | None = None, resources: Path | None = None) -> ReplyFunction:
     """One endpoint for every role over the default instances: a request whose first message is
     a system prompt goes to the questioner or the judge, any other to the answerer."""
-    answerer = default_answerer()
+    answerer = default_answerer(instances, resources)
 
     def reply(messages: list[dict[str, Any]]) -> str | dict[str, Any]:
         first = messages[0] if messages else {}

@@ -4,7 +4,7 @@
 is any GGUF file. For each, the runner starts `python -m llama_cpp.server` on a free loopback
 port before the first episode and stops it when the run ends, also on an error or Ctrl-C; a
 Linux parent-death signal stops it even when the run itself is killed. The model is then played
-exactly like a remote one, through langchain-openai's ChatOpenAI.
+exactly like a remote one, through the openai client.
 """
 
 from __future__ import annotations

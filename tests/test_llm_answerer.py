@@ -15,9 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
-from langchain_openai import ChatOpenAI
-from pydantic import SecretStr
 
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_answerer
@@ -144,19 +143,19 @@ async def test_llm_episode_scores_and_records(instance: GameInstance, tmp_path: 
     # Pair each record with the server's request through the completion id the response carried
     # (probes run concurrently, so neither order nor timestamps identify them).
     by_id = {request["completion_id"]: request for request in received}
-    recorded_ids = [call["raw_response_obj"]["response_metadata"]["id"] for call in calls]
+    recorded_ids = [call["raw_response_obj"]["id"] for call in calls]
     assert sorted(recorded_ids) == sorted(by_id)
     for call, completion_id in zip(calls, recorded_ids, strict=True):
         request = by_id[completion_id]
         assert call["manipulated_prompt_obj"] == request["body"]["messages"]
-        assert call["raw_response_obj"]["content"] == request["reply"]
+        assert call["raw_response_obj"]["choices"][0]["message"]["content"] == request["reply"]
 
     # The key reached the server, and nowhere else.
     assert {request["headers"]["authorization"] for request in received} == {f"Bearer {SECRET}"}
     assert_secret_absent(tmp_path)
 
 
-async def test_llm_episode_streamed_in_messages_mode(instance: GameInstance) -> None:
+async def test_llm_episode_watched_in_messages_mode(instance: GameInstance) -> None:
     chunks: list[Any] = []
     values: dict[str, Any] = {}
     with FakeOpenAI(answerer_for(instance)) as server:
@@ -171,17 +170,13 @@ async def test_llm_episode_streamed_in_messages_mode(instance: GameInstance) -> 
                 values = payload
     received = server.requests
 
-    # The player never streams, so the records do not depend on whether someone watches the
-    # messages: each reply arrives whole, as one message chunk, with its completion id.
+    # Watching changes nothing: the player never streams, whoever watches, and calls the
+    # endpoint through the openai SDK rather than a LangChain chat model, so the messages stream
+    # carries none of its replies; the state (values) holds every one, as the records do.
     assert len(received) == 3 + 4 * 3
     assert not any(request["body"].get("stream") for request in received)
     assert check_probes_stay_private(received) == 4 * 3
-    assert sorted(str(message.content) for message, _ in chunks) == sorted(
-        request["reply"] for request in received
-    )
-    assert {metadata["langgraph_node"] for _, metadata in chunks} == {
-        "answer_question", "probe_round",
-    }  # fmt: skip
+    assert chunks == []
 
     final = EpisodeState.model_validate(values)
     assert final.scores is not None
@@ -190,28 +185,28 @@ async def test_llm_episode_streamed_in_messages_mode(instance: GameInstance) -> 
     by_id = {request["completion_id"]: request for request in received}
     for call in calls:
         assert isinstance(call.raw_response_obj, dict)
-        request = by_id[call.raw_response_obj["response_metadata"]["id"]]
+        request = by_id[call.raw_response_obj["id"]]
         assert call.manipulated_prompt_obj == request["body"]["messages"]
-        assert call.raw_response_obj["content"] == request["reply"]
+        assert call.raw_response_obj["choices"][0]["message"]["content"] == request["reply"]
     assert len(calls) == len(by_id)
 
 
 async def test_fake_server_streams_usage_when_asked() -> None:
-    """The fake honours stream_options.include_usage, as OpenAI does (our player does not ask:
-    langchain-openai turns it on only for OpenAI's own URL)."""
+    """The fake honours stream_options.include_usage, as OpenAI does (our player never
+    streams; a client that does gets OpenAI's chunks)."""
     with FakeOpenAI(lambda messages: "ASIDE: yes") as server:
-        chat = ChatOpenAI(
-            model="fake-model", base_url=server.base_url, api_key=SecretStr(SECRET),
-            stream_usage=True, max_retries=0,
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key=SECRET, max_retries=0)
+        stream = await client.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "Is it shared?"}],
+            stream=True, stream_options={"include_usage": True},
         )  # fmt: skip
-        chunks = [chunk async for chunk in chat.astream("Is it shared?")]
+        chunks = [chunk async for chunk in stream]
     assert server.requests[0]["body"]["stream_options"] == {"include_usage": True}
-    assert "".join(str(chunk.content) for chunk in chunks) == "ASIDE: yes"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "ASIDE: yes"
     # Words stand in for tokens: 3 in the question, 2 in the reply.
-    usage = [chunk.usage_metadata for chunk in chunks if chunk.usage_metadata]
-    assert [(u["input_tokens"], u["output_tokens"], u["total_tokens"]) for u in usage] == [
-        (3, 2, 5)
-    ]
+    usage = [chunk.usage for chunk in chunks if chunk.usage]
+    assert [(u.prompt_tokens, u.completion_tokens, u.total_tokens) for u in usage] == [(3, 2, 5)]
 
 
 def test_cli_run_against_fake_endpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,12 +87,14 @@ async def test_embedded_model_plays_an_episode_through_the_server(tmp_path: Path
         if event["from"] == "Player 1"
     ]
     # Every reply is the model's own, as the server returned it.
-    assert [call["raw_response_obj"]["content"] for call in calls] == replies
+    assert [call["raw_response_obj"]["choices"][0]["message"]["content"] for call in calls] == (
+        replies
+    )
     for call in calls:
-        metadata = call["raw_response_obj"]["response_metadata"]
-        assert metadata["model_name"] == "smollm2"
-        assert metadata["id"].startswith("chatcmpl-")
-        assert metadata["token_usage"]["prompt_tokens"] > 100  # it saw the whole context
+        completion = call["raw_response_obj"]
+        assert completion["model"] == "smollm2"
+        assert completion["id"].startswith("chatcmpl-")
+        assert completion["usage"]["prompt_tokens"] > 100  # it saw the whole context
     assert "llama_model_loader" in (tmp_path / "server.log").read_text()
 
 

@@ -461,8 +461,10 @@ async def test_model_questioner_over_http(
     ]
     # Each carries its prompt, and the calls the model made, the broken one included.
     assert [
-        [c["name"] for c in call["raw_response_obj"]["tool_calls"]]
-        + [c["name"] for c in call["raw_response_obj"]["invalid_tool_calls"]]
+        [
+            c["function"]["name"]
+            for c in call["raw_response_obj"]["choices"][0]["message"]["tool_calls"]
+        ]
         for call in questioner_calls
     ] == [["ask"], ["record", "ask"], ["ask"], ["record", "ask"], ["record", "finish"]]
     assert len(calls) == 5 + 15  # and the oracle's 3 answers and 12 probes
