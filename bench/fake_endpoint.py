@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import re
 import socket
@@ -126,7 +127,13 @@ class FakeOpenAI:
         self._thread.join(timeout=5)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        """Number the request, decide its fault or compute its reply, and keep both."""
+        """Number the request, decide its fault or compute its reply, and keep both.
+
+        The completion id is a digest of the request, not its arrival number: a run with
+        deterministic players gets the same records whatever order its concurrent calls arrive
+        in (the same request gets the same id, as it gets the same reply)."""
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+        completion_id = f"chatcmpl-fake-{digest}"
         with self._lock:
             self._served += 1
             number = self._served
@@ -135,7 +142,7 @@ class FakeOpenAI:
         text = reply if isinstance(reply, str) else str(reply.get("content") or "")
         calls = [] if isinstance(reply, str) else list(reply.get("tool_calls") or [])
         entry = {
-            "body": body, "headers": headers, "completion_id": f"chatcmpl-fake-{number}",
+            "body": body, "headers": headers, "completion_id": completion_id,
             "reply": text, "tool_calls": calls, "fault": fault, "arrived": time.monotonic(),
         }  # fmt: skip
         with self._lock:
