@@ -10,11 +10,8 @@ import asyncio
 import email.utils
 import itertools
 import json
-import ssl
-import zlib
 from collections.abc import Mapping
 from datetime import datetime
-from functools import cache
 
 import openai
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
@@ -172,18 +169,6 @@ def read_completion(body: bytes) -> tuple[dict[str, JsonValue], str, tuple[ToolC
     return completion, _text(message.get("content")), _tool_calls(message)
 
 
-CONNECTION_POOLS = 64
-"""HTTP connection pools per model. httpcore checks every pooled connection each time a request
-starts or ends, so a pool that a hundred concurrent calls share spends milliseconds of CPU per
-call; each episode keeps to one pool, so a pool holds the few connections of a few episodes."""
-
-
-@cache
-def _tls_context() -> ssl.SSLContext:
-    """One TLS context for every pool: building one reads the system's certificates (20 ms)."""
-    return ssl.create_default_context()
-
-
 class ChatModelPlayer:
     """Sends the request's messages to a chat model and returns its reply as it came.
 
@@ -199,16 +184,32 @@ class ChatModelPlayer:
     def __init__(self, spec: ModelSpec, key: SecretStr) -> None:
         self.spec = spec
         self._key = key
-        self._clients = tuple(
-            openai.AsyncOpenAI(
-                api_key=key.get_secret_value(),
-                base_url=spec.base_url,
-                timeout=spec.timeout,
+        self._clients: dict[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = {}
+
+    def _client(self) -> openai.AsyncOpenAI:
+        """The client of the running event loop, made on its first call.
+
+        Its HTTP transport is aiohttp's, which the SDK offers for concurrency: with a hundred
+        calls under way, httpx's pool checks every connection on every request, several times
+        the CPU of the call itself. aiohttp's connections belong to one event loop, and a player
+        may serve several (a test each, a worker process each), hence one client per loop."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = openai.AsyncOpenAI(
+                api_key=self._key.get_secret_value(),
+                base_url=self.spec.base_url,
+                timeout=self.spec.timeout,
                 max_retries=0,  # retried below, where the tries are counted for error.json
-                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context()),
+                http_client=openai.DefaultAioHttpClient(),
             )
-            for _ in range(CONNECTION_POOLS)
-        )
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running event loop's connections; a run ends with this."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     @property
     def name(self) -> str:
@@ -226,9 +227,7 @@ class ChatModelPlayer:
         }  # fmt: skip
         if request.tools:
             body["tools"] = list(request.tools)
-        # An episode's calls share one pool, so its connections stay warm between turns.
-        episode = f"{request.instance.experiment}/{request.instance.game_id}"
-        client = self._clients[zlib.crc32(episode.encode()) % len(self._clients)]
+        client = self._client()
         for tries in itertools.count(1):
             try:
                 # cast_to=bytes: the body as it came, for the record and our own parsing

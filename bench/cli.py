@@ -47,14 +47,22 @@ from privateshared.bench.replay import (
 from privateshared.bench.rescore import rescore
 from privateshared.bench.results import format_table, write_results
 from privateshared.bench.run import (
+    Episode,
     Finished,
     Playable,
     is_done,
     plan_episodes,
     remove_partial_writes,
     run_episodes,
+    write_experiment_files,
 )
 from privateshared.bench.transcripts import INDEX_FILE, TranscriptError, write_transcripts
+from privateshared.bench.workers import (
+    OnFinished,
+    WorkerError,
+    default_workers,
+    play_in_workers,
+)
 from privateshared.domains.clembench_texts import REPROMPTS_FILE, ResourcesError
 from privateshared.domains.instances import (
     DEFAULT_PER_DOMAIN,
@@ -119,6 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--concurrency", type=int, default=8, help="episodes played at once (default: 8)"
     )
+    run.add_argument(
+        "--workers", type=int, default=default_workers(), metavar="N",
+        help="worker processes playing the episodes (default: one per core, here "
+        f"{default_workers()})",
+    )  # fmt: skip
     run.add_argument(
         "--max-concurrent-calls",
         type=int,
@@ -224,9 +237,8 @@ def _playable(args: argparse.Namespace) -> Playable:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.concurrency < 1 or (args.max_concurrent_calls is not None
-                                and args.max_concurrent_calls < 1):  # fmt: skip
-        raise UsageError("--concurrency and --max-concurrent-calls must be at least 1")
+    if min(args.concurrency, args.workers, args.max_concurrent_calls or 1) < 1:
+        raise UsageError("--concurrency, --workers and --max-concurrent-calls must be at least 1")
     playable = _playable(args)
     names = [
         *(args.models or DEFAULT_MODELS),
@@ -261,11 +273,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Finished]:
-    """Check the endpoints, then play every pending episode with a progress bar."""
-    for model in cast.models():
+    """Check the endpoints, then play every pending episode with a progress bar, in worker
+    processes when there are cores for them."""
+    models = cast.models()
+    for model in models:
         model.check()  # one call per model, before any episode starts
+    # A cap on calls per model holds across workers: each gets its share of it.
+    workers = max(1, min(args.workers, args.concurrency,
+                         args.max_concurrent_calls or args.workers))  # fmt: skip
     if args.max_concurrent_calls is not None:
-        cast = cast.throttled(args.max_concurrent_calls)
+        cast = cast.throttled(args.max_concurrent_calls // workers)
     default_run = args.models is None  # see DEFAULT_MAX_SLOTS
     planned = plan_episodes(
         cast.answerers, cast.questioner, playable, args.results_dir,
@@ -276,15 +293,29 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Fini
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
               "playing the rest (--rerun plays them all again)")  # fmt: skip
     remove_partial_writes(args.results_dir)
+    write_experiment_files(pending, cast.questioner, args.results_dir)
+    workers = min(workers, max(len(pending), 1))
+    concurrency = -(-args.concurrency // workers)
+
+    def play(episodes: Sequence[Episode], on_finished: OnFinished) -> list[Finished]:
+        async def play_and_close() -> list[Finished]:
+            try:
+                return await run_episodes(
+                    episodes, cast.questioner, args.results_dir, concurrency=concurrency,
+                    sequential_probes=args.sequential_probes, judge=cast.judge,
+                    on_finished=on_finished,
+                )  # fmt: skip
+            finally:
+                for model in models:
+                    await model.aclose()
+
+        return asyncio.run(play_and_close())
+
     progress = ProgressBar(len(pending))
     try:
-        return asyncio.run(
-            run_episodes(
-                pending, cast.questioner, args.results_dir, concurrency=args.concurrency,
-                sequential_probes=args.sequential_probes, judge=cast.judge,
-                on_finished=progress,
-            )
-        )  # fmt: skip
+        if workers == 1:
+            return play(pending, progress)
+        return play_in_workers(pending, play, workers, on_finished=progress)
     finally:
         progress.close()
 
@@ -393,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handlers[args.command](args)
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
-        TranscriptError, LocalModelError, CastError, ResourcesError,
+        TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

