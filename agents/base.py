@@ -8,6 +8,7 @@ the other fields. Players keep no history: the dialogue lives in the graph's sta
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -46,7 +47,13 @@ class ChatMessage(BaseModel):
     """The call a tool message answers."""
 
     def to_openai(self) -> dict[str, JsonValue]:
-        """The message in OpenAI's chat format, exactly as it is sent and recorded."""
+        """The message in OpenAI's chat format, exactly as it is sent and recorded.
+
+        Built once per message: the dialogue's messages go out again with every later call."""
+        return self._openai
+
+    @cached_property
+    def _openai(self) -> dict[str, JsonValue]:
         message: dict[str, JsonValue] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             message["tool_calls"] = [

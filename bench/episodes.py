@@ -27,7 +27,11 @@ def save_episode(
 ) -> int:
     """Write the episode's records: scores.json last, or error.json when a call failed.
     Returns the number of model calls recorded."""
-    interactions, calls = build_records(state, describe_players(context))
+    # A scored episode carries the records it was scored from; one that failed is built here.
+    if state.records is not None:
+        interactions, calls = state.records.interactions, state.records.calls
+    else:
+        interactions, calls = build_records(state, describe_players(context))
     outcome = state.error or state.scores
     if outcome is None:
         raise ValueError("the episode is neither scored nor failed; it did not reach its end")

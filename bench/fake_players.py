@@ -8,6 +8,7 @@ the whole path: context, transport, function calls, parsing and scoring.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -51,24 +52,35 @@ def answerer_for(*instances: GameInstance) -> ReplyFunction:
     an earlier answer, else `ASIDE: no`. It never looks at the game master's ground truth, so a
     Main Score of 100 checks the whole path: context, transport, parsing and scoring.
     """
-    by_prompt = {instance.initial_prompt: instance for instance in instances}
+    by_prompt: dict[str, list[GameInstance]] = {}
+    for instance in instances:
+        by_prompt.setdefault(instance.initial_prompt, []).append(instance)
 
     def reply(messages: list[dict[str, Any]]) -> str:
-        instance = by_prompt.get(_text(messages[0])) if messages else None
-        if instance is None:
+        candidates = by_prompt.get(_text(messages[0]), []) if messages else []
+        if not candidates:
             raise LookupError("the first message is not the initial prompt of a known instance")
-        *earlier, last = [(message.get("role"), _text(message)) for message in messages]
-        if last[0] != "user":
-            raise LookupError(f"the last message comes from {last[0]!r}, not the user")
-        if last[1].startswith(PROBE):
-            # Round k follows the k-th answer; the first assistant message is the pseudo "Ok.".
-            round_index = sum(role == "assistant" for role, _ in earlier) - 1
-            slot = probed_slot(instance, round_index, last[1])
-            known = _is_known(instance, slot, earlier)
-            return f"{ASIDE} {'yes' if known else 'no'}"
-        return f"{ANSWER} {instance.slots[asked_slot(instance, last[1])]}."
+        # Instances may share their values, hence their prompt: the one whose texts fit answers.
+        for instance in candidates[:-1]:
+            with contextlib.suppress(LookupError):
+                return reply_as(instance, messages)
+        return reply_as(candidates[-1], messages)
 
     return reply
+
+
+def reply_as(instance: GameInstance, messages: list[dict[str, Any]]) -> str:
+    """The perfect answerer's reply in `instance`, or LookupError if its texts do not fit."""
+    *earlier, last = [(message.get("role"), _text(message)) for message in messages]
+    if last[0] != "user":
+        raise LookupError(f"the last message comes from {last[0]!r}, not the user")
+    if last[1].startswith(PROBE):
+        # Round k follows the k-th answer; the first assistant message is the pseudo "Ok.".
+        round_index = sum(role == "assistant" for role, _ in earlier) - 1
+        slot = probed_slot(instance, round_index, last[1])
+        known = _is_known(instance, slot, earlier)
+        return f"{ASIDE} {'yes' if known else 'no'}"
+    return f"{ANSWER} {instance.slots[asked_slot(instance, last[1])]}."
 
 
 def probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:

@@ -1,25 +1,21 @@
 """Plots of an evaluation, drawn after a run over its records (results.py writes them).
 
-matplotlib is imported inside the function, so `privateshared` starts fast when nothing is
-plotted, and draws on a bare `Figure` with an Agg canvas: no global backend is chosen, no window
-can open, and whoever imports this module keeps their own matplotlib settings.
+Each plot is a small SVG file: one panel per experiment, one line per model, on a shared 0-1
+scale. Line charts this plain need no plotting library, and writing their SVG takes a few
+milliseconds where importing and rendering with one took over a second of every run; any browser
+shows them, and the index page of the transcripts embeds them.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
+from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from privateshared.bench.evaluate import Evaluation
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+from privateshared.graph.recorder import write_text
 
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
 QUESTIONER_TITLE = "Questioner: slot accuracy per turn"
-
 
 Series = dict[str, tuple[list[int], list[float]]]
 """Model -> (x values, y values) of its line."""
@@ -28,10 +24,17 @@ Panels = dict[str, Series]
 panels of their own: round 5 is the last of a 5-slot episode and a third of a 15-slot one, so one
 line over both would mix unlike rounds."""
 
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+"""Line colours, a model keeping its colour in every panel."""
+PANEL_WIDTH, PANEL_HEIGHT = 360, 240
+MARGIN = {"left": 56, "right": 16, "top": 34, "bottom": 46}
+COLUMNS = 3
+
 
 def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
-    """Draw each model's mean accuracy per probing round, a panel per experiment, into a PNG;
-    nothing if no model has a round."""
+    """Draw each model's mean accuracy per probing round, a panel per experiment, into an SVG
+    file; nothing if no model completed a round."""
     panels: Panels = {}
     for line in evaluation.rounds_by_experiment:
         if line.rounds and line.experiment is not None:
@@ -43,65 +46,104 @@ def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
 
 def plot_questioner_by_turn(evaluation: Evaluation, path: Path) -> None:
     """Draw each model's mean Questioner Slot Accuracy per questioner turn, a panel per
-    experiment, into a PNG; nothing if no model has one."""
+    experiment, into an SVG file; nothing if no model has one."""
     panels: Panels = {}
     for line in evaluation.questioner_by_experiment:
         if line.slot_accuracy and line.experiment is not None:
             panels.setdefault(line.experiment, {})[line.model] = (
                 list(line.slot_accuracy), list(line.slot_accuracy.values()),
             )  # fmt: skip
-    _plot(
-        panels, path, QUESTIONER_TITLE, "questioner turn (turn t prepares question t)",
-        "mean slot accuracy of the belief state",
-    )  # fmt: skip
+    _plot(panels, path, QUESTIONER_TITLE, "questioner turn (t prepares question t)",
+          "mean slot accuracy")  # fmt: skip
+
+
+def _ticks(low: int, high: int) -> list[int]:
+    """At most about eight whole-number ticks from `low` to `high`."""
+    step = max(1, -(-(high - low) // 8))
+    return list(range(low, high + 1, step))
+
+
+def _panel(experiment: str, series: Series, colours: dict[str, str], x_label: str,
+           y_label: str) -> str:  # fmt: skip
+    """One panel's SVG group, drawn in a PANEL_WIDTH x PANEL_HEIGHT box."""
+    left, top = MARGIN["left"], MARGIN["top"]
+    width = PANEL_WIDTH - MARGIN["left"] - MARGIN["right"]
+    height = PANEL_HEIGHT - MARGIN["top"] - MARGIN["bottom"]
+    xs = [x for xs, _ in series.values() for x in xs]
+    low, high = min(xs), max(max(xs), min(xs) + 1)
+
+    def at(x: float, y: float) -> str:
+        return f"{left + (x - low) / (high - low) * width:.1f},{top + (1 - y) * height:.1f}"
+
+    parts = [
+        f'<text x="{left + width / 2}" y="20" class="title">{escape(experiment)}</text>',
+        f'<rect x="{left}" y="{top}" width="{width}" height="{height}" class="frame"/>',
+    ]
+    for tick in (0, 0.2, 0.4, 0.6, 0.8, 1.0):
+        y = top + (1 - tick) * height
+        parts.append(
+            f'<line x1="{left}" x2="{left + width}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'class="grid"/><text x="{left - 6}" y="{y + 4:.1f}" class="ytick">'
+            f"{tick:.1f}</text>"
+        )
+    for tick in _ticks(low, high):
+        x = left + (tick - low) / (high - low) * width
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + height}" '
+            f'class="grid"/><text x="{x:.1f}" y="{top + height + 16}" class="xtick">'
+            f"{tick}</text>"
+        )
+    parts.append(
+        f'<text x="{left + width / 2}" y="{PANEL_HEIGHT - 8}" class="label">'
+        f"{escape(x_label)}</text>"
+    )
+    parts.append(
+        f'<text x="14" y="{top + height / 2}" class="label" transform="rotate(-90 14 '
+        f'{top + height / 2})">{escape(y_label)}</text>'
+    )
+    for model, (line_xs, line_ys) in sorted(series.items()):
+        points = " ".join(at(x, y) for x, y in zip(line_xs, line_ys, strict=True))
+        colour = colours[model]
+        parts.append(
+            f'<polyline points="{points}" stroke="{colour}" class="line">'
+            f"<title>{escape(model)}</title></polyline>"
+        )
+        parts += [f'<circle cx="{p.split(",")[0]}" cy="{p.split(",")[1]}" r="2.5" '
+                  f'fill="{colour}"/>' for p in points.split()]  # fmt: skip
+    return "".join(parts)
 
 
 def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) -> None:
-    """One panel per experiment, one line per model, on a shared 0-1 scale; no file when there
-    is no line to draw."""
+    """One panel per experiment, one line per model; no file when there is no line to draw."""
     if not panels:
         return
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import MaxNLocator
-
-    columns = min(len(panels), 3)
-    rows = -(-len(panels) // columns)
-    figure = Figure(figsize=(4.2 * columns + 1, 3.4 * rows + 1.2), layout="constrained")
-    FigureCanvasAgg(figure)
-    grid = figure.subplots(rows, columns, sharey=True, squeeze=False)
     models = sorted({model for series in panels.values() for model in series})
-    colours = {model: f"C{index % 10}" for index, model in enumerate(models)}
-    for axes, (experiment, series) in zip(grid.flat, sorted(panels.items()), strict=False):
-        for model, (xs, ys) in sorted(series.items()):
-            axes.plot(xs, ys, marker="o", markersize=3, color=colours[model], label=model)
-        axes.set_title(experiment)
-        axes.set_xlabel(x_label)
-        axes.set_ylim(-0.03, 1.03)
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.grid(True, alpha=0.4)
-    for axes in grid[:, 0]:
-        axes.set_ylabel(y_label)
-    for axes in list(grid.flat)[len(panels) :]:
-        axes.set_visible(False)
-    handles = [
-        Line2D([], [], color=colours[model], marker="o", markersize=3, label=model)
-        for model in models
+    colours = {model: COLOURS[i % len(COLOURS)] for i, model in enumerate(models)}
+    columns = min(len(panels), COLUMNS)
+    rows = -(-len(panels) // columns)
+    legend_top = 40 + rows * PANEL_HEIGHT + 10
+    width, height = columns * PANEL_WIDTH, legend_top + 22 * -(-len(models) // 2) + 10
+    groups = [
+        f'<g transform="translate({(i % columns) * PANEL_WIDTH},'
+        f'{40 + (i // columns) * PANEL_HEIGHT})">'
+        f"{_panel(experiment, series, colours, x_label, y_label)}</g>"
+        for i, (experiment, series) in enumerate(sorted(panels.items()))
     ]
-    figure.legend(handles=handles, loc="outside lower center", ncols=min(len(models), 3))
-    figure.suptitle(title)
-    _save(figure, path)
-
-
-def _save(figure: Figure, path: Path) -> None:
-    # Atomic like every record: a crash leaves the old picture or the new one, never half of one.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            figure.savefig(file, format="png")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    legend = [
+        f'<g transform="translate({20 + (i % 2) * width / 2},{legend_top + 22 * (i // 2)})">'
+        f'<line x1="0" x2="24" y1="-4" y2="-4" stroke="{colours[model]}" class="line"/>'
+        f'<text x="30" y="0" class="legend">{escape(model)}</text></g>'
+        for i, model in enumerate(models)
+    ]
+    style = (
+        "text{font-family:sans-serif;fill:#222}.title{font-size:14px;text-anchor:middle}"
+        ".label{font-size:12px;text-anchor:middle}.xtick{font-size:11px;text-anchor:middle}"
+        ".ytick{font-size:11px;text-anchor:end}.legend{font-size:12px}"
+        ".frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}"
+    )
+    write_text(path, (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}"><style>{style}</style><rect width="100%" '
+        f'height="100%" fill="white"/><text x="{width / 2}" y="24" class="title" '
+        f'style="font-size:16px">{escape(title)}</text>{"".join(groups)}{"".join(legend)}</svg>\n'
+    ))  # fmt: skip

@@ -1,7 +1,7 @@
 """After a run, over its evaluation: write the result files and the terminal table.
 
 `write_results` writes what `evaluate` (evaluate.py) made of a run's records: our tables
-(results.json, results.md, episodes.csv, accuracy_by_round.png, and questioner_by_turn.png when
+(results.json, results.md, episodes.csv, accuracy_by_round.svg, and questioner_by_turn.svg when
 the questioner has scores) and clembench's own raw.csv and results.csv, shaped as clemcore's
 clemeval writes them, so a run can sit next to published clembench results. `format_table` lays
 out the per-model tables the CLI prints. Both end with `coverage_warning` when errored or
@@ -287,9 +287,9 @@ def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
         written.append(results_dir / name)
     # The plot skips models without a completed round, and draws nothing without any.
     if any(line.rounds for line in evaluation.rounds_by_model):
-        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.png")
-        written.append(results_dir / "accuracy_by_round.png")
+        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.svg")
+        written.append(results_dir / "accuracy_by_round.svg")
     if any(line.slot_accuracy for line in evaluation.questioner_by_model):
-        plot_questioner_by_turn(evaluation, results_dir / "questioner_by_turn.png")
-        written.append(results_dir / "questioner_by_turn.png")
+        plot_questioner_by_turn(evaluation, results_dir / "questioner_by_turn.svg")
+        written.append(results_dir / "questioner_by_turn.svg")
     return written

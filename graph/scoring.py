@@ -36,7 +36,7 @@ from privateshared.graph.records import (
     Interactions,
     ScoreValue,
 )
-from privateshared.graph.state import EpisodeState
+from privateshared.graph.state import EpisodeRecords, EpisodeState
 
 NAN = float("nan")
 
@@ -163,8 +163,10 @@ def is_nan(value: ScoreValue) -> bool:
 
 
 async def score_episode(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
-    """Score the finished episode from the records its state gives.
+    """Build the finished episode's records and score them; the records stay in the state, so
+    what is written is what was scored, built once.
 
     Async although it awaits nothing: a sync node would cost a thread-pool hop per episode."""
-    interactions, _ = build_records(state, describe_players(game_context(runtime)))
-    return {"scores": score_interactions(interactions)}
+    interactions, calls = build_records(state, describe_players(game_context(runtime)))
+    records = EpisodeRecords(interactions=interactions, calls=calls)
+    return {"records": records, "scores": score_interactions(interactions)}

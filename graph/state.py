@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from privateshared.agents.base import ToolCall
 from privateshared.domains.instances import GameInstance
-from privateshared.graph.records import CallFailure, EpisodeScores
+from privateshared.graph.records import CallFailure, CallRecord, EpisodeScores, Interactions
 
 ProbeAnswer = Literal["yes", "no"]
 
@@ -131,6 +131,17 @@ class Judgment(BaseModel):
     reply: Reply
 
 
+class EpisodeRecords(BaseModel):
+    """An episode's records as the game master built them from its state at the end."""
+
+    model_config = ConfigDict(frozen=True)
+
+    interactions: Interactions
+    """interactions.json."""
+    calls: list[CallRecord]
+    """requests.json: every model call, in order."""
+
+
 class EpisodeState(BaseModel):
     """Everything about one episode that the nodes share."""
 
@@ -157,5 +168,7 @@ class EpisodeState(BaseModel):
     error: CallFailure | None = None
     """A model call that failed after its retries; the episode stops, neither played nor
     aborted, and is played again by the next run."""
+    records: EpisodeRecords | None = None
+    """The records the scores were computed from (and the ones written); None until scored."""
     scores: EpisodeScores | None = None
     """Turn and episode scores, computed from the records at the end."""

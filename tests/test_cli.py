@@ -40,7 +40,7 @@ def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Pa
     ]  # fmt: skip
     # The run ends with its evaluation, transcripts and plot next to the records.
     for name in ("results.json", "results.md", "results.csv", "raw.csv", "episodes.csv",
-                 "index.html", "accuracy_by_round.png"):  # fmt: skip
+                 "index.html", "accuracy_by_round.svg"):  # fmt: skip
         assert (results / name).is_file(), name
     for pair in ("oracle-t0.0--oracle-t0.0", "mock-t0.0--mock-t0.0"):
         folders = episode_folders(results, pair)

@@ -219,7 +219,7 @@ def test_results_md_and_table_warn_about_missing_episodes(
     written = write_results(results, evaluation)
     assert [path.name for path in written] == [
         "results.json", "results.md", "episodes.csv", "raw.csv", "results.csv",
-        "accuracy_by_round.png",
+        "accuracy_by_round.svg",
     ]  # fmt: skip
     markdown = (results / "results.md").read_text()
     assert f"> **Warning:** {WARNING}" in markdown
@@ -246,15 +246,15 @@ def test_results_json_and_png(results: Path, evaluation: Evaluation) -> None:
     saved = json.loads((results / "results.json").read_text())
     assert Evaluation.model_validate(saved).models[0].quality_score_std == 20.0
     assert math.isnan(saved["models"][1]["quality_score_std"])  # NaN kept, as in scores.json
-    assert (results / "accuracy_by_round.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (results / "accuracy_by_round.svg").read_text().startswith("<svg ")
     assert not [path.name for path in results.iterdir() if path.name.endswith(".tmp")]
 
 
 def test_no_plot_without_a_completed_round(tmp_path: Path) -> None:
     _scored(tmp_path, BETA, TRAVEL, 0, None, [])
     written = write_results(tmp_path, evaluate(collect(tmp_path)))
-    assert "accuracy_by_round.png" not in [path.name for path in written]
-    assert not (tmp_path / "accuracy_by_round.png").exists()
+    assert "accuracy_by_round.svg" not in [path.name for path in written]
+    assert not (tmp_path / "accuracy_by_round.svg").exists()
 
 
 @pytest.mark.parametrize(
@@ -375,8 +375,8 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     assert beta_turns.slot_accuracy == {}
 
     written = [path.name for path in write_results(folder, evaluation)]
-    assert written[-2:] == ["accuracy_by_round.png", "questioner_by_turn.png"]
-    assert (folder / "questioner_by_turn.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert written[-2:] == ["accuracy_by_round.svg", "questioner_by_turn.svg"]
+    assert (folder / "questioner_by_turn.svg").read_text().startswith("<svg ")
     markdown = (folder / "results.md").read_text()
     table = markdown[markdown.index("## Questioner") :]
     assert table.splitlines()[4:] == [
@@ -407,4 +407,4 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     plain = evaluate(collect(results))
     assert "Questioner" not in format_markdown(plain)
     assert "questioner" not in format_table(plain)
-    assert "questioner_by_turn.png" not in [path.name for path in write_results(results, plain)]
+    assert "questioner_by_turn.svg" not in [path.name for path in write_results(results, plain)]

@@ -46,9 +46,11 @@ async def play(
     name of the file that ended the episode (scores.json or error.json)."""
     with FakeOpenAI(answerer_for(instance), faults=faults) as server:
         # Probes one by one, so that request numbers map to known calls.
-        context = GameContext(answerer=player(server, **settings), sequential_probes=True)
+        answerer = player(server, **settings)
+        context = GameContext(answerer=answerer, sequential_probes=True)
         state = await play_episode(instance, context)
         save_episode(folder, instance.model_dump(mode="json"), state, context)
+        await answerer.aclose()
     ended = [name for name in ("scores.json", "error.json") if (folder / name).is_file()]
     assert len(ended) == 1
     return server, ended[0]

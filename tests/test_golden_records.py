@@ -27,6 +27,8 @@ from privateshared.bench.fake_endpoint import FakeOpenAI
 from privateshared.bench.fake_players import default_players
 
 GOLDEN = Path(__file__).parent / "golden" / "records.json"
+PICTURES = frozenset({".png", ".svg"})
+"""The plots: results drawn from the records, not records."""
 VOLATILE = frozenset({"timestamp", "created", "at"})
 """Keys whose values are clock readings."""
 RUNS = {
@@ -61,7 +63,7 @@ def play(folder: Path) -> dict[str, str]:
                          str(results)])  # fmt: skip
             assert code == 0, name
             for path in sorted(results.rglob("*")):
-                if path.is_file() and path.suffix != ".png" and path.parent.name != "logs":
+                if path.is_file() and path.suffix not in PICTURES and path.parent.name != "logs":
                     digests[str(path.relative_to(folder))] = digest(path)
     return digests
 

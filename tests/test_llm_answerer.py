@@ -128,6 +128,7 @@ async def test_llm_episode_scores_and_records(instance: GameInstance, tmp_path: 
         state = await play_episode(instance, context)
         folder = tmp_path / "episode_7"
         save_episode(folder, instance.model_dump(mode="json"), state, context)
+        await player.aclose()
     received = server.requests
 
     scores = read_json(folder / "scores.json")["episode scores"]
@@ -159,7 +160,8 @@ async def test_llm_episode_watched_in_messages_mode(instance: GameInstance) -> N
     chunks: list[Any] = []
     values: dict[str, Any] = {}
     with FakeOpenAI(answerer_for(instance)) as server:
-        context = GameContext(answerer=model_player(server))
+        player = model_player(server)
+        context = GameContext(answerer=player)
         start = EpisodeState(instance=instance, experiment=instance.experiment, game_id=7)
         async for mode, payload in graph.astream(
             start, context=context, stream_mode=["messages", "values"]
@@ -168,6 +170,7 @@ async def test_llm_episode_watched_in_messages_mode(instance: GameInstance) -> N
                 chunks.append(payload)
             else:
                 values = payload
+        await player.aclose()
     received = server.requests
 
     # Watching changes nothing: the player never streams, whoever watches, and calls the

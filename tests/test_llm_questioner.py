@@ -71,7 +71,7 @@ def test_model_questioner_plays_full_episodes(
         assert sum(p[0]["role"] == "system" for p in prompts) == 6  # 5 questions and a finish
     table = (results / "results.md").read_text()
     assert "## Questioner" in table and pair in table
-    assert (results / "questioner_by_turn.png").is_file()
+    assert (results / "questioner_by_turn.svg").is_file()
 
 
 def test_judge_rates_every_question(tmp_path: Path) -> None:

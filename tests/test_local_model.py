@@ -74,6 +74,7 @@ async def test_embedded_model_plays_an_episode_through_the_server(tmp_path: Path
         context = GameContext(answerer=player)
         state = await play_episode(instance, context)
         save_episode(tmp_path / "episode", instance.model_dump(mode="json"), state, context)
+        await player.aclose()
     assert server.process is not None and server.process.poll() is not None  # stopped
     folder = tmp_path / "episode"
     assert (folder / "scores.json").is_file()  # played or aborted: a result either way

@@ -224,6 +224,8 @@ async def play(
     context = GameContext(answerer=ORACLE, questioner=questioner)
     state = await play_episode(instance, context)
     save_episode(folder, instance.model_dump(mode="json"), state, context)
+    if isinstance(context.questioner, ChatModelPlayer):
+        await context.questioner.aclose()
     interactions = Interactions.model_validate_json((folder / "interactions.json").read_text())
     return interactions, json.loads((folder / "scores.json").read_text())
 
