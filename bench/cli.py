@@ -323,7 +323,7 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Fini
 def _report(results_dir: Path) -> None:
     """Evaluate the results folder, write its tables, plot and transcripts, print the table."""
     _evaluate(results_dir)
-    _report_unreadable(write_transcripts(results_dir).unreadable)
+    _report_unreadable(write_transcripts(results_dir, stale_only=True).unreadable)
     print(f"transcripts: open {results_dir / INDEX_FILE}")
 
 

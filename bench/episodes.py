@@ -10,7 +10,7 @@ from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import build_records, describe_players, write_episode
-from privateshared.graph.state import EpisodeState
+from privateshared.graph.state import EpisodeRecords, EpisodeState
 
 
 async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeState:
@@ -24,9 +24,9 @@ async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeS
 
 def save_episode(
     folder: Path, instance_spec: JsonValue, state: EpisodeState, context: GameContext
-) -> int:
+) -> EpisodeRecords:
     """Write the episode's records: scores.json last, or error.json when a call failed.
-    Returns the number of model calls recorded."""
+    Returns the records written."""
     # A scored episode carries the records it was scored from; one that failed is built here.
     if state.records is not None:
         interactions, calls = state.records.interactions, state.records.calls
@@ -36,4 +36,4 @@ def save_episode(
     if outcome is None:
         raise ValueError("the episode is neither scored nor failed; it did not reach its end")
     write_episode(folder, instance_spec, interactions, calls, outcome)
-    return len(calls)
+    return EpisodeRecords(interactions=interactions, calls=calls)

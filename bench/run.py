@@ -22,9 +22,10 @@ from privateshared.bench.layout import (
     pair_name,
     write_experiment_file,
 )
+from privateshared.bench.transcripts import TRANSCRIPT_FILE, transcript_page
 from privateshared.domains.instances import ExperimentSpec, GameInstance
 from privateshared.graph.context import GameContext
-from privateshared.graph.recorder import SCORES_FILE
+from privateshared.graph.recorder import SCORES_FILE, write_text
 from privateshared.graph.records import ABORTED, GAME_NAME, CallFailure
 from privateshared.graph.state import EpisodeState
 
@@ -138,8 +139,14 @@ async def run_episodes(
             )  # fmt: skip
             state = await play_episode(episode.instance, context)
             spec = specs[(episode.experiment.name, episode.instance.game_id)]
-            calls = save_episode(episode.folder, spec.model_dump(mode="json"), state, context)
-            result = Finished(episode, _status(state), calls, state.error)
+            instance_spec = spec.model_dump(mode="json")
+            records = save_episode(episode.folder, instance_spec, state, context)
+            # The page now, from the records in hand: the report at the end of the run then
+            # reads no interactions.json again, and workers draw their own episodes' pages.
+            page = transcript_page(results_dir, episode.folder, records.interactions,
+                                   state.scores, state.error, instance_spec)  # fmt: skip
+            write_text(episode.folder / TRANSCRIPT_FILE, page)
+            result = Finished(episode, _status(state), len(records.calls), state.error)
             finished.append(result)
             on_finished(result)
 

@@ -22,7 +22,13 @@ from privateshared.bench.record_files import RecordsError, read_interactions
 from privateshared.bench.transcript_html import CSS, escape_text, format_score
 from privateshared.bench.transcript_page import Status, episode_status, render_transcript
 from privateshared.graph.recorder import write_text
-from privateshared.graph.records import GAME_NAME, MAIN_SCORE, CallFailure, EpisodeScores
+from privateshared.graph.records import (
+    GAME_NAME,
+    MAIN_SCORE,
+    CallFailure,
+    EpisodeScores,
+    Interactions,
+)
 
 TRANSCRIPT_FILE = "transcript.html"
 INDEX_FILE = "index.html"
@@ -47,7 +53,10 @@ class _Episode:
     status: Status
     main_score: float | None
     page: str | None
-    """The transcript's HTML; None without a readable interactions.json."""
+    """The transcript's HTML to write; None without a readable interactions.json, or when the
+    page on disk is current."""
+    linked: bool
+    """Whether the index links to a page of the episode."""
     problem: str | None = None
     """Why a record of the episode could not be read, one line naming the file."""
 
@@ -87,9 +96,37 @@ def _sort_key(folder: Path) -> tuple[str, int, int]:
     return str(folder.parent.parent.parent), index, game
 
 
-def _read_episode(results_dir: Path, folder: Path) -> _Episode:
-    """Read one episode folder's records and render its transcript. A record that cannot be
-    read leaves the episode without a page (or without scores), and says why in `problem`."""
+def transcript_page(
+    results_dir: Path,
+    folder: Path,
+    interactions: Interactions,
+    scores: EpisodeScores | None,
+    error: CallFailure | None,
+    instance: Mapping[str, JsonValue] | None,
+) -> str:
+    """One episode's page, linking back to the index at the top of `results_dir`."""
+    depth = len(folder.relative_to(results_dir).parts)
+    return render_transcript(
+        interactions, scores, error, instance,
+        experiment=re.sub(r"^\d+_", "", folder.parent.name),
+        episode=folder.name.replace("_", " "), index_href="../" * depth + INDEX_FILE,
+    )  # fmt: skip
+
+
+def _is_current(folder: Path) -> bool:
+    """Whether the episode's page was written after its last record."""
+    page = folder / TRANSCRIPT_FILE
+    if not page.exists():
+        return False
+    records = [folder / name for name in ("interactions.json", "scores.json", "error.json")]
+    newest = max((path.stat().st_mtime_ns for path in records if path.exists()), default=0)
+    return page.stat().st_mtime_ns >= newest
+
+
+def _read_episode(results_dir: Path, folder: Path, render: bool) -> _Episode:
+    """Read one episode folder's records and, if `render`, render its transcript (else its
+    page is the one on disk). A record that cannot be read leaves the episode without a page
+    (or without scores), and says why in `problem`."""
     experiment = re.sub(r"^\d+_", "", folder.parent.name)
     scores: EpisodeScores | None = None
     error: CallFailure | None = None
@@ -100,19 +137,14 @@ def _read_episode(results_dir: Path, folder: Path) -> _Episode:
     except TranscriptError as broken:
         problem = str(broken)
     page = None
-    if (folder / "interactions.json").exists() and problem is None:
+    if render and (folder / "interactions.json").exists() and problem is None:
         try:
             interactions = read_interactions(folder / "interactions.json")
             instance = _read_instance(folder / "instance.json")
         except (RecordsError, TranscriptError) as broken:
             problem = str(broken)
         else:
-            depth = len(folder.relative_to(results_dir).parts)
-            page = render_transcript(
-                interactions, scores, error, instance,
-                experiment=experiment, episode=folder.name.replace("_", " "),
-                index_href="../" * depth + INDEX_FILE,
-            )  # fmt: skip
+            page = transcript_page(results_dir, folder, interactions, scores, error, instance)
     main_score = scores.episode_scores.get(MAIN_SCORE) if scores is not None else None
     return _Episode(
         folder=folder,
@@ -121,6 +153,7 @@ def _read_episode(results_dir: Path, folder: Path) -> _Episode:
         status=episode_status(scores, error),
         main_score=main_score,
         page=page,
+        linked=page is not None or (not render and (folder / TRANSCRIPT_FILE).exists()),
         problem=problem,
     )
 
@@ -136,7 +169,7 @@ def _render_model(results_dir: Path, model: str, episodes: Sequence[_Episode]) -
         name = episode.folder.name.replace("_", " ")
         link = (
             f'<a href="{escape_text(quote(href))}">{escape_text(name)}</a>'
-            if episode.page
+            if episode.linked
             else escape_text(name)
         )
         score = "" if episode.main_score is None else format_score(episode.main_score)
@@ -182,9 +215,11 @@ class Transcribed:
     """One line per record file that could not be read; its episode has no page."""
 
 
-def write_transcripts(results_dir: Path) -> Transcribed:
-    """Write transcript.html into every episode folder with readable records, and index.html
-    at the top, which lists every episode, those that could not be read included."""
+def write_transcripts(results_dir: Path, stale_only: bool = False) -> Transcribed:
+    """Write transcript.html into every episode folder with readable records (with
+    `stale_only`, only where the page is missing or older than the records: a run writes each
+    episode's page as it ends), and index.html at the top, which lists every episode, those
+    that could not be read included."""
     if not results_dir.is_dir():
         raise TranscriptError(
             f"{results_dir}: not a folder; pass a results folder such as records/"
@@ -193,7 +228,10 @@ def write_transcripts(results_dir: Path) -> Transcribed:
         (path for path in results_dir.glob(f"*/{GAME_NAME}/*/episode_*") if path.is_dir()),
         key=_sort_key,
     )
-    episodes = [_read_episode(results_dir, folder) for folder in folders]
+    episodes = [
+        _read_episode(results_dir, folder, render=not (stale_only and _is_current(folder)))
+        for folder in folders
+    ]
     written = []
     for episode in episodes:
         if episode.page is not None:

@@ -13,11 +13,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from privateshared.agents.base import PlayerReply, PlayerRequest
-from privateshared.agents.baselines import OracleAnswerer
+from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
 from privateshared.bench.episodes import play_episode, save_episode
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext
+from privateshared.graph.recorder import interactions_json
 from privateshared.graph.records import Interactions
 from privateshared.graph.state import EpisodeState
 
@@ -238,3 +239,14 @@ async def test_a_thread_plays_one_episode_only() -> None:
     assert first["scores"].episode_scores["Main Score"] == 100.0
     with pytest.raises(ValueError, match="start a new thread"):
         await saved.ainvoke({"experiment": "job-interview", "game_id": 2}, config)
+
+
+async def test_interactions_json_is_what_json_dumps_writes(instance: GameInstance) -> None:
+    """pydantic's writer stands in for json.dumps(indent=2) for the largest record: the same
+    bytes, non-ASCII text and every extra key of the events included."""
+    state = await play_episode(instance, GameContext(answerer=MockAnswerer(seed=4)))
+    assert state.records is not None
+    interactions = state.records.interactions
+    interactions.turns[0][0].action.content = 'Grüße, naïve café ☕ "quoted"\n'
+    expected = json.dumps(interactions.model_dump(mode="python"), indent=2, ensure_ascii=False)
+    assert interactions_json(interactions) == expected + "\n"
