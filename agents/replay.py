@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from privateshared.agents.base import PlayerReply, PlayerRequest
 from privateshared.graph.records import ANSWERER, Event, Interactions
 
+MAX_TRIES = 5
+"""Tries of a probe in clembench's records (its reprompts.json has five suffixes)."""
+
 
 class ReplayError(LookupError):
     """The game master asked for something the recording does not hold."""
@@ -56,6 +59,12 @@ class ReplayAnswerer:
             for probe, replies in zip(asked, _probe_segments(events), strict=False):
                 for attempt, reply in enumerate(replies, start=1):
                     probe_replies[(turn, probe.target.lower(), attempt)] = reply
+            # Records that log no probe events still keep each probe's last reply, the only
+            # one of a probe valid on its first try (a probe left invalid logs one try more).
+            for probe in asked:
+                if probe.answer is not None and probe.tries:
+                    last = (turn, probe.target.lower(), min(probe.tries, MAX_TRIES))
+                    probe_replies.setdefault(last, probe.answer)
         described = recording.players.get(ANSWERER, "replay")
         return cls(
             name=described.split(":", 1)[-1].strip(),

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from privateshared.graph.record_formats import RecordFormatError, parse_interactions
 from privateshared.graph.records import CallRecord, EpisodeScores, Interactions
 
+_Read = TypeVar("_Read")
 _CALLS = TypeAdapter(list[CallRecord])
+_SCORES = TypeAdapter(EpisodeScores)
 
 
 class RecordsError(ValueError):
@@ -46,21 +49,18 @@ def read_interactions(path: Path) -> Interactions:
         ) from None
 
 
+def _validated(path: Path, adapter: TypeAdapter[_Read], fix: str) -> _Read:
+    try:
+        return adapter.validate_python(_read_json(path))
+    except ValidationError as error:
+        raise RecordsError(f"{path}: {_first_error(error)}; {fix}") from None
+
+
 def read_requests(path: Path) -> list[CallRecord]:
     """Read one requests.json (a list of calls, each with its timestamp, prompt and response)."""
-    try:
-        return _CALLS.validate_python(_read_json(path))
-    except ValidationError as error:
-        raise RecordsError(
-            f"{path}: {_first_error(error)}; this is not a clembench requests.json"
-        ) from None
+    return _validated(path, _CALLS, "this is not a clembench requests.json")
 
 
 def read_scores(path: Path) -> EpisodeScores:
     """Read one scores.json, or raise `RecordsError`."""
-    try:
-        return EpisodeScores.model_validate(_read_json(path))
-    except ValidationError as error:
-        raise RecordsError(
-            f"{path}: {_first_error(error)}; re-score the episode with `privateshared score`"
-        ) from None
+    return _validated(path, _SCORES, "re-score the episode with `privateshared score`")

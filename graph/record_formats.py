@@ -10,7 +10,8 @@ one model:
   players named `Player 1 (Answerer)` / `Player 2 (Questioner)` in events, an `action.label` on
   messages (`pseudo`, `forget`, `context`, `response`), probes logged as `send message` /
   `get message` labelled `forget` (they are not remembered), no `info` events, and the pseudo
-  answer `Ok.` logged as the answerer's `get message`.
+  answer `Ok.` logged as the answerer's `get message`. Later clemcore versions also describe
+  players as objects (`{"game_role": "Answerer", "model_name": ...}`).
 
 `parse_interactions` detects each file's layout and maps the newer one's names onto the classic
 vocabulary, the one every reader here speaks (replay, scoring, transcripts). Only names are
@@ -80,6 +81,14 @@ def _classic_player(name: JsonValue) -> JsonValue:
     return name
 
 
+def _classic_role(role: JsonValue) -> JsonValue:
+    """A player as later clemcore versions describe it, `{"game_role": "Answerer",
+    "model_name": "m"}`, in classic words: `Answerer: m`."""
+    if isinstance(role, dict) and {"game_role", "model_name"} <= role.keys():
+        return f"{role['game_role']}: {role['model_name']}"
+    return role
+
+
 def _classic_event(event: JsonValue) -> JsonValue:
     """One newer-layout event in classic names: players by number, probes as probe events."""
     if not isinstance(event, dict):
@@ -116,10 +125,12 @@ def parse_interactions(raw: JsonValue) -> Interactions:
             "interactions.json without them"
         )
     layout = record_format(raw)
-    turns = raw["turns"]
+    turns, players = raw["turns"], raw["players"]
     if layout == "newer" and isinstance(turns, list):  # anything else fails validation below
         renamed = [[_classic_event(e) for e in t] if isinstance(t, list) else t for t in turns]
         raw = {**raw, "turns": renamed}
+    if layout == "newer" and isinstance(players, dict):
+        raw = {**raw, "players": {name: _classic_role(role) for name, role in players.items()}}
     try:
         return Interactions.model_validate(raw)
     except ValidationError as error:
