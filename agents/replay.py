@@ -40,7 +40,7 @@ class ReplayAnswerer:
 
     name: str
     answers: Mapping[int, str]
-    """Dialogue turn -> the recorded answer."""
+    """Question number (its dialogue turn) -> the recorded answer."""
     probe_replies: Mapping[tuple[int, str, int], str]
     """(probing round, slot in lower case, try) -> the recorded reply."""
     temperature: float = 0.0
@@ -49,21 +49,29 @@ class ReplayAnswerer:
     def from_interactions(cls, recording: Interactions) -> ReplayAnswerer:
         """Index the replies of a clembench (or our own) `interactions.json`, in classic names
         (`record_formats.parse_interactions` reads either layout so)."""
-        answers: dict[int, str] = {}
+        # Answers in order: the n-th answer replies to question n, whichever turn logs it
+        # (clembench's pseudo answer `Ok.`, labelled so, is none).
+        said = [
+            str(event.action.content)
+            for events in recording.turns
+            for event in events
+            if event.sender == ANSWERER and event.action.type == "get message"
+            and (event.action.model_extra or {}).get("label") != "pseudo"
+        ]  # fmt: skip
+        answers = dict(enumerate(said, start=1))
         probe_replies: dict[tuple[int, str, int], str] = {}
         for turn, events in enumerate(recording.turns):
-            for event in events:
-                if event.sender == ANSWERER and event.action.type == "get message":
-                    answers[turn] = str(event.action.content)
             asked = recording.probes[turn] if turn < len(recording.probes) else []
             for probe, replies in zip(asked, _probe_segments(events), strict=False):
                 for attempt, reply in enumerate(replies, start=1):
                     probe_replies[(turn, probe.target.lower(), attempt)] = reply
-            # Records that log no probe events still keep each probe's last reply, the only
-            # one of a probe valid on its first try (a probe left invalid logs one try more).
-            for probe in asked:
+
+        # Records that log no probe events still keep each probe's last reply, the only one
+        # of a probe valid on its first try (a probe left invalid logs one try more).
+        for round_index, probes in enumerate(recording.probes):
+            for probe in probes:
                 if probe.answer is not None and probe.tries:
-                    last = (turn, probe.target.lower(), min(probe.tries, MAX_TRIES))
+                    last = (round_index, probe.target.lower(), min(probe.tries, MAX_TRIES))
                     probe_replies.setdefault(last, probe.answer)
         described = recording.players.get(ANSWERER, "replay")
         return cls(

@@ -123,10 +123,12 @@ def _compare_template(ours: list[Message], templated: str) -> str | None:
 
 
 def compare_prompts(
-    recorded: Sequence[tuple[int, CallRecord]], ours: Sequence[tuple[int, CallRecord]]
+    recorded: Sequence[tuple[int, CallRecord]],
+    ours: Sequence[tuple[int, CallRecord]],
+    source: str = "requests.json",
 ) -> PromptComparison:
     """Compare the answerer's calls one by one and report the first difference, naming the
-    call by its index in the recorded requests.json."""
+    call by its index in the recorded file, `source`."""
     unreadable = 0
     for compared, ((index, theirs), (_, mine)) in enumerate(zip(recorded, ours, strict=False)):
         our_messages = prompt_messages(mine.manipulated_prompt_obj)
@@ -140,7 +142,7 @@ def compare_prompts(
         else:
             difference = _compare_messages(our_messages, their_messages)
         if difference is not None:
-            where = f"requests.json entry {index} (answerer call {compared})"
+            where = f"{source} entry {index} (answerer call {compared})"
             return PromptComparison(compared + 1, f"{where}: {difference}", unreadable)
     if len(recorded) != len(ours):
         counts = f"recorded {len(recorded)} answerer requests, ours {len(ours)}"

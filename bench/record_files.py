@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
 
 from privateshared.graph.record_formats import RecordFormatError, parse_interactions
 from privateshared.graph.records import CallRecord, EpisodeScores, Interactions
@@ -59,6 +59,27 @@ def _validated(path: Path, adapter: TypeAdapter[_Read], fix: str) -> _Read:
 def read_requests(path: Path) -> list[CallRecord]:
     """Read one requests.json (a list of calls, each with its timestamp, prompt and response)."""
     return _validated(path, _CALLS, "this is not a clembench requests.json")
+
+
+class _PlayerCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    call: CallRecord
+
+
+class _PlayerRequests(BaseModel):
+    """A player's requests file of later clemcore versions (`player_1.requests.json`)."""
+
+    model_config = ConfigDict(extra="allow")
+    calls: list[_PlayerCall]
+
+
+_PLAYER_REQUESTS = TypeAdapter(_PlayerRequests)
+
+
+def read_player_requests(path: Path) -> list[CallRecord]:
+    """Read one player's requests file of later clemcore versions: its calls, in order."""
+    requests = _validated(path, _PLAYER_REQUESTS, "this is not a clembench player's requests")
+    return [entry.call for entry in requests.calls]
 
 
 def read_scores(path: Path) -> EpisodeScores:

@@ -11,6 +11,7 @@ equal, byte for byte, the one recorded in requests.json.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -22,6 +23,7 @@ from privateshared.bench.prompt_parity import PromptComparison, answerer_calls, 
 from privateshared.bench.record_files import (
     RecordsError,
     read_interactions,
+    read_player_requests,
     read_requests,
     read_scores,
 )
@@ -44,6 +46,7 @@ from privateshared.graph.recorder import INTERACTIONS_FILE, REQUESTS_FILE, SCORE
 from privateshared.graph.records import (
     GAME_NAME,
     MAIN_SCORE,
+    CallRecord,
     EpisodeScores,
     Interactions,
     ScoreValue,
@@ -96,16 +99,24 @@ class ReplayOutcome:
         return "reproduced" if self.reference_scores else "unreferenced"
 
 
+EPISODE_FOLDER = re.compile(r"^(?:episode|instance)_(\d+)$")
+"""An episode's folder: `episode_<id>` in clembench 2.0's runs, `instance_<00000>` in later
+clemcore versions' (whose experiment folders also drop the `<index>_` prefix)."""
+
+
 def find_recorded_episodes(root: Path) -> list[RecordedEpisode]:
-    """Every `.../privateshared/<index>_<experiment>/episode_<id>/` with an interactions.json."""
+    """Every episode folder with an interactions.json below a `privateshared` folder:
+    `.../privateshared/<index>_<experiment>/episode_<id>/` (or `<experiment>/instance_<id>`)."""
     episodes = []
-    for interactions in sorted(root.glob(f"**/{GAME_NAME}/*_*/episode_*/{INTERACTIONS_FILE}")):
+    for interactions in sorted(root.glob(f"**/{GAME_NAME}/*/*/{INTERACTIONS_FILE}")):
         folder = interactions.parent
-        game_id = folder.name.removeprefix("episode_")
-        if not game_id.isdigit():
+        match = EPISODE_FOLDER.match(folder.name)
+        if match is None:
             continue
-        experiment = folder.parent.name.split("_", 1)[1]
-        episodes.append(RecordedEpisode(folder, folder.relative_to(root), experiment, int(game_id)))
+        experiment = re.sub(r"^\d+_", "", folder.parent.name)
+        episodes.append(
+            RecordedEpisode(folder, folder.relative_to(root), experiment, int(match.group(1)))
+        )
     return episodes
 
 
@@ -181,6 +192,33 @@ def compare_probes(recorded: Interactions, ours: Interactions) -> list[str]:
     return differences
 
 
+PLAYER_REQUESTS_FILE = "player_1.requests.json"
+"""The answerer's calls in later clemcore versions, which keep one requests file per player."""
+
+
+def _recorded_answerer_calls(
+    folder: Path, recorded: Interactions
+) -> tuple[str, list[tuple[int, CallRecord]]] | None:
+    """The answerer's recorded calls with their index in the file that holds them, and its
+    name; None when the episode kept no requests."""
+    if (folder / REQUESTS_FILE).is_file():
+        return REQUESTS_FILE, answerer_calls(recorded, read_requests(folder / REQUESTS_FILE))
+    if (folder / PLAYER_REQUESTS_FILE).is_file():
+        calls = read_player_requests(folder / PLAYER_REQUESTS_FILE)
+        return PLAYER_REQUESTS_FILE, list(enumerate(calls))
+    return None
+
+
+def _named_episode(recorded: Interactions, episode: RecordedEpisode) -> tuple[str, int]:
+    """The experiment and game id an episode's records name, else its folders'."""
+    meta = (recorded.model_extra or {}).get("meta")
+    if isinstance(meta, dict):
+        name, game_id = meta.get("experiment_name"), meta.get("game_id")
+        if isinstance(name, str) and isinstance(game_id, int):
+            return name, game_id
+    return episode.experiment, episode.game_id
+
+
 def _instance_texts(
     experiment: str, resources: Path | None
 ) -> tuple[tuple[PhrasingLookup, PhrasingLookup], ProbeWording]:
@@ -202,12 +240,12 @@ async def replay_episode(
     try:
         recorded = read_interactions(folder / INTERACTIONS_FILE)
         reference = read_scores(folder / SCORES_FILE) if outcome.reference_scores else None
-        recorded_calls = (
-            read_requests(folder / REQUESTS_FILE) if (folder / REQUESTS_FILE).is_file() else None
-        )
-        spec = _find_spec(instances, episode.experiment, episode.game_id)
-        lookups, wording = _instance_texts(episode.experiment, resources)
-        instance = resolve_instance(episode.experiment, spec, *lookups, probe_wording=wording)
+        recorded_calls = _recorded_answerer_calls(folder, recorded)
+        # The newer layout names the episode's experiment and game id in its meta block.
+        experiment, game_id = _named_episode(recorded, episode)
+        spec = _find_spec(instances, experiment, game_id)
+        lookups, wording = _instance_texts(experiment, resources)
+        instance = resolve_instance(experiment, spec, *lookups, probe_wording=wording)
     except (RecordsError, InstancesError, ResourcesError) as error:
         outcome.problem = str(error)
         return outcome
@@ -236,9 +274,9 @@ async def replay_episode(
         outcome.differences += compare_scores(reference, state.scores)
     outcome.differences += compare_probes(recorded, replayed)
     if recorded_calls is not None and resources is not None:
+        source, theirs = recorded_calls
         outcome.prompts = compare_prompts(
-            answerer_calls(recorded, recorded_calls),
-            answerer_calls(replayed, read_requests(ours / REQUESTS_FILE)),
+            theirs, answerer_calls(replayed, read_requests(ours / REQUESTS_FILE)), source
         )
         if outcome.prompts.difference is not None:
             outcome.differences.append(f"prompts: {outcome.prompts.difference}")
@@ -288,6 +326,7 @@ def summarise(outcomes: list[ReplayOutcome], resources: Path | None) -> str:
     else:
         same = sum(1 for prompts in compared if prompts.difference is None)
         line += (
-            f"; answerer prompts identical in {same} of {len(compared)} episodes with requests.json"
+            f"; answerer prompts identical in {same} of {len(compared)} episodes with "
+            "recorded prompts"
         )
     return line

@@ -200,7 +200,7 @@ def test_a_mixed_folder_replays_every_episode_and_counts_them_apart(
     assert (
         "replayed 11 episodes: 10 reproduce every reference score, 0 differ, 1 had no reference "
         "scores (replayed and scored); 1 could not be replayed; answerer prompts identical in 7 "
-        "of 7 episodes with requests.json" in out
+        "of 7 episodes with recorded prompts" in out
     )
     [line] = [line for line in out.splitlines() if "NOT REPLAYED" in line]
     assert str(broken / "interactions.json") in line and "'probes'" in line
@@ -305,3 +305,36 @@ def test_outcome_verdicts() -> None:
     assert ReplayOutcome(episode, reference_scores=False).verdict == "unreferenced"
     assert ReplayOutcome(episode, differences=["x"], reference_scores=False).verdict == "differs"
     assert ReplayOutcome(episode, problem="unreadable").verdict == "unreadable"
+
+
+def test_later_clemcore_layout_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Later clemcore versions (as clemcore 3.4.2 writes them, seen here) name episode folders
+    `<experiment>/instance_<00000>`, describe players as objects, log no probe events and keep
+    the answerer's calls in `player_1.requests.json`. A published newer-layout episode turned
+    into that layout still replays to its scores and prompts."""
+    source = next(SHARED_NEWER_RECORDS.glob(f"{OLMO}/privateshared/0_travel-booking/episode_0"))
+    target = tmp_path / "runs" / "OLMo-t0.0" / "privateshared" / "travel-booking" / "instance_00000"
+    target.mkdir(parents=True)
+    interactions = json.loads((source / "interactions.json").read_text())
+    interactions["players"] = {
+        "GM": {"game_role": "Game Master", "model_name": "programmatic"},
+        "Player 1": {"game_role": "Answerer", "model_name": "OLMo-2-1124-13B-Instruct"},
+        "Player 2": {"game_role": "Questioner", "model_name": "programmatic"},
+    }
+    interactions["turns"] = [
+        [e for e in turn if e["action"].get("label") != "forget"] for turn in interactions["turns"]
+    ]
+    (target / "interactions.json").write_text(json.dumps(interactions))
+    shutil.copy(source / "scores.json", target / "scores.json")
+    recorded = read_interactions(source / "interactions.json")
+    calls = answerer_calls(recorded, read_requests(source / "requests.json"))
+    (target / "player_1.requests.json").write_text(json.dumps({
+        "meta": {"player_name": "Player 1", "game_role": "Answerer"},
+        "calls": [{"round": 0, "call": call.model_dump(mode="json")} for _, call in calls],
+    }))  # fmt: skip
+    code, out = replay(
+        [str(tmp_path / "runs"), "--results-dir", str(tmp_path / "out"), "--resources",
+         str(SHARED_RESOURCES)], capsys,
+    )  # fmt: skip
+    assert code == 0, out
+    assert "every reference score reproduced; every answerer message identical (6 calls)" in out
