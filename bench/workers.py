@@ -22,12 +22,15 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
+from queue import Empty
 from typing import TYPE_CHECKING
 
 from privateshared.bench.processes import die_with_parent
 from privateshared.bench.run import Episode, Finished, Status
 from privateshared.graph.records import CallFailure
 
+WAKE_UP = 1.0
+"""Seconds between looks at the workers while none reports."""
 OnFinished = Callable[[Finished], None]
 PlayShare = Callable[[Sequence[Episode], OnFinished], list[Finished]]
 """Plays some episodes in the calling process, reporting each as it ends (run.run_episodes with
@@ -120,7 +123,16 @@ def play_in_workers(
     running = len(processes)
     try:
         while running:
-            message = queue.get()
+            try:
+                message = queue.get(timeout=WAKE_UP)
+            except Empty:  # a worker killed outright (out of memory, say) sends nothing
+                dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise WorkerError(
+                        f"a worker process died (exit code {dead[0]}); finished episodes are "
+                        "kept, run the same command again"
+                    ) from None
+                continue
             if message is None:
                 running -= 1
             elif isinstance(message, _Failure):
