@@ -128,9 +128,10 @@ def _parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=8, help="episodes played at once (default: 8)"
     )
     run.add_argument(
-        "--workers", type=int, default=default_workers(), metavar="N",
+        "--workers", type=int, metavar="N",
         help="worker processes playing the episodes (default: one per core, here "
-        f"{default_workers()})",
+        f"{default_workers()}; one when a model runs on this machine, whose server needs the "
+        "cores)",
     )  # fmt: skip
     run.add_argument(
         "--max-concurrent-calls",
@@ -237,7 +238,7 @@ def _playable(args: argparse.Namespace) -> Playable:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if min(args.concurrency, args.workers, args.max_concurrent_calls or 1) < 1:
+    if min(args.concurrency, args.workers or 1, args.max_concurrent_calls or 1) < 1:
         raise UsageError("--concurrency, --workers and --max-concurrent-calls must be at least 1")
     playable = _playable(args)
     names = [
@@ -257,7 +258,10 @@ def _run(args: argparse.Namespace) -> int:
         }
         cast = cast_players(args, servers)
         assert cast is not None  # every local model has its server now
-        finished = _play(args, playable, cast)
+        # A model served here (llama.cpp) answers one call at a time and needs the cores:
+        # more processes feeding it only take CPU from it.
+        workers = args.workers or (1 if servers else default_workers())
+        finished = _play(args, playable, cast, workers)
     _report(args.results_dir)
     errors = Counter(result.error.kind for result in finished if result.error is not None)
     if errors:
@@ -272,15 +276,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(args: argparse.Namespace, playable: Playable, cast: Cast) -> list[Finished]:
+def _play(args: argparse.Namespace, playable: Playable, cast: Cast, workers: int) -> list[Finished]:
     """Check the endpoints, then play every pending episode with a progress bar, in worker
     processes when there are cores for them."""
     models = cast.models()
     for model in models:
         model.check()  # one call per model, before any episode starts
     # A cap on calls per model holds across workers: each gets its share of it.
-    workers = max(1, min(args.workers, args.concurrency,
-                         args.max_concurrent_calls or args.workers))  # fmt: skip
+    workers = max(1, min(workers, args.concurrency, args.max_concurrent_calls or workers))
     if args.max_concurrent_calls is not None:
         cast = cast.throttled(args.max_concurrent_calls // workers)
     default_run = args.models is None  # see DEFAULT_MAX_SLOTS
