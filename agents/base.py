@@ -87,6 +87,9 @@ class PlayerRequest(BaseModel):
     """1 for the first try, up to 5 for re-prompted probes."""
     tools: tuple[dict[str, JsonValue], ...] = ()
     """Functions the player may call, as OpenAI tool schemas (the questioner's tools)."""
+    listener: str | None = None
+    """With two listeners: whose knowledge a probe asks about, or who asks a question (listener
+    tags); None in the classic game."""
 
 
 class PlayerReply(BaseModel):

@@ -6,6 +6,8 @@ master's ground truth, so its Main Score of 100 is an independent check of the g
 yes, or always no): its probe answers carry no information, so kappa is 0 and so is its Main
 Score, however many probes it gets right by chance.
 `MockAnswerer` breaks the format now and then and guesses every probe, for a run without a model.
+`OneListenerAnswerer` answers like the oracle but as if there were one listener who heard
+everything: in the two-listener experiments it shows what a perspective-blind answerer scores.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from privateshared.agents.base import ChatMessage, PlayerReply, PlayerRequest
+from privateshared.domains.audience import PRESENT
 from privateshared.domains.instances import GameInstance
 from privateshared.domains.schema import ANSWER_TAG, ASIDE_TAG
 
@@ -29,16 +32,34 @@ def _reply(player: str, request: PlayerRequest, text: str) -> PlayerReply:
     )
 
 
-def is_known_to_questioner(
-    slot: str, instance: GameInstance, dialogue: tuple[ChatMessage, ...]
+def is_known_to(
+    listener: str | None, slot: str, instance: GameInstance, dialogue: tuple[ChatMessage, ...]
 ) -> bool:
-    """Whether the questioner has asked for `slot`, or heard its value, in `dialogue`."""
-    question = f"{instance.tag}: {instance.requests[slot]}"
+    """Whether `listener` has heard `slot` asked for, or its value given, in `dialogue`.
+
+    Read as the answerer reads it: a `[Present: ...]` line says who hears what follows (the
+    questioner alone until one does), a line `<TAG> to <listener>: ...` is a note to the
+    listener. A listener of None hears everything, present or not (the one-listener view)."""
+    tags = [instance.tag] + ([instance.audience.listener] if instance.audience else [])
+    questions = {f"{tag}: {instance.requests[slot]}" for tag in tags}
     value = instance.slots[slot].lower()
+    present: tuple[str, ...] = (instance.tag,)
     for message in dialogue:
-        if message.role == "user" and message.content == question:
+        lines = message.content.splitlines() or [""]
+        if message.role == "user":
+            for line in lines:
+                if line.startswith(PRESENT) and line.endswith("]"):
+                    present = tuple(line[len(PRESENT) : -1].split(", "))
+                elif (
+                    listener is not None
+                    and line.startswith(f"{instance.tag} to {listener}: ")
+                    and value in line.lower()
+                ):
+                    return True  # a note to the listener gave the value
+        hears = listener is None or listener in present
+        if hears and message.role == "user" and lines[-1] in questions:
             return True
-        if message.role == "assistant" and value in message.content.lower():
+        if hears and message.role == "assistant" and value in message.content.lower():
             return True
     return False
 
@@ -54,7 +75,23 @@ class OracleAnswerer:
         if request.kind == "probe":
             # The context is the initial prompt, then the dialogue, then the probe itself.
             dialogue = request.messages[1:-1]
-            known = is_known_to_questioner(request.slot, request.instance, dialogue)
+            listener = request.listener or request.instance.tag
+            known = is_known_to(listener, request.slot, request.instance, dialogue)
+            return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
+        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+
+
+@dataclass(frozen=True)
+class OneListenerAnswerer:
+    """Answers every probe as if the questioner had heard everything, whoever the probe is about
+    and whoever was present: what the oracle does in the classic game, blind to perspective."""
+
+    name: str = "one-listener"
+    temperature: float = 0.0
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        if request.kind == "probe":
+            known = is_known_to(None, request.slot, request.instance, request.messages[1:-1])
             return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
         return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
 

@@ -8,11 +8,16 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 
 from privateshared.agents.base import Player
-from privateshared.agents.baselines import ConstantAnswerer, MockAnswerer, OracleAnswerer
+from privateshared.agents.baselines import (
+    ConstantAnswerer,
+    MockAnswerer,
+    OneListenerAnswerer,
+    OracleAnswerer,
+)
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
-PROGRAMMATIC_ANSWERERS = ("oracle", "always-yes", "always-no", "mock")
+PROGRAMMATIC_ANSWERERS = ("oracle", "one-listener", "always-yes", "always-no", "mock")
 """Answerers that need no model (`mock:SEED` picks the mock's seed)."""
 PROGRAMMATIC_QUESTIONERS = ("programmatic",)
 
@@ -26,6 +31,8 @@ def _programmatic_answerer(name: str) -> Player:
     kind, _, argument = name.partition(":")
     if kind == "oracle" and not argument:
         return OracleAnswerer()
+    if kind == "one-listener" and not argument:
+        return OneListenerAnswerer()
     if kind in ("always-yes", "always-no") and not argument:
         return ConstantAnswerer("yes" if kind == "always-yes" else "no")
     if kind == "mock":
@@ -34,7 +41,8 @@ def _programmatic_answerer(name: str) -> Player:
         except ValueError:
             pass
     raise PlayerConfigError(
-        f"bad answerer {name!r}; use oracle, always-yes, always-no, mock or mock:SEED (an integer)"
+        f"bad answerer {name!r}; use oracle, one-listener, always-yes, always-no, mock or "
+        "mock:SEED (an integer)"
     )
 
 

@@ -70,8 +70,10 @@ from privateshared.domains.instances import (
     InstancesError,
     default_instances_path,
     generate_instances,
+    generate_two_listener_instances,
     playable_instances,
     read_instances,
+    two_listener_instances_path,
 )
 from privateshared.domains.loader import DomainError, load_domains
 from privateshared.graph.recorder import write_text
@@ -200,6 +202,11 @@ def _parser() -> argparse.ArgumentParser:
     instances.add_argument("--per-domain", type=int, default=DEFAULT_PER_DOMAIN)
     instances.add_argument("--domains", type=Path, help="folder of domains (default: shipped)")
     instances.add_argument("--out", default="-", help="output file (default: - for stdout)")
+    instances.add_argument(
+        "--two-listeners", action="store_true",
+        help="the two-listener experiments (late joiner, handover) of every domain with a "
+        "second listener, as in domains/instances_two_listeners.json",
+    )  # fmt: skip
 
     domains = commands.add_parser("domains", help="work with domain folders")
     domain_commands = domains.add_subparsers(
@@ -222,9 +229,14 @@ def _writable(folder: Path) -> None:
 
 
 def _playable(args: argparse.Namespace) -> Playable:
+    """The experiments to play: every one of --instances (default: the classic benchmark), or
+    those named by --experiment, which may also name the shipped two-listener experiments."""
     path = args.instances or default_instances_path()
     file = read_instances(path)
     playable = playable_instances(file, load_domains(), args.resources, source=str(path))
+    if args.experiments and args.instances is None:
+        extra = two_listener_instances_path()
+        playable += playable_instances(read_instances(extra), load_domains(), source=str(extra))
     if args.experiments:
         known = {experiment.name for _, experiment, _ in playable}
         unknown = sorted(set(args.experiments) - known)
@@ -398,7 +410,8 @@ def _instances(args: argparse.Namespace) -> int:
     if args.per_domain < 1:
         raise UsageError("--per-domain must be at least 1")
     domains = load_domains(args.domains)
-    text = generate_instances(list(domains.values()), args.seed, args.per_domain).to_json()
+    generate = generate_two_listener_instances if args.two_listeners else generate_instances
+    text = generate(list(domains.values()), args.seed, args.per_domain).to_json()
     if args.out == "-":
         sys.stdout.write(text)
     else:

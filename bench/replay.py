@@ -262,7 +262,7 @@ async def replay_episode(
     except ReplayError as error:
         outcome.differences.append(f"our game master went further than the recording: {error}")
         return outcome
-    save_episode(ours, spec.model_dump(mode="json"), state, context)
+    save_episode(ours, spec.model_dump(mode="json", exclude_none=True), state, context)
     write_experiment_file(
         ours.parent, episode.experiment, None, folder.parents[2].name, replayer.name,
         context.questioner.name,

@@ -139,7 +139,7 @@ async def run_episodes(
             )  # fmt: skip
             state = await play_episode(episode.instance, context)
             spec = specs[(episode.experiment.name, episode.instance.game_id)]
-            instance_spec = spec.model_dump(mode="json")
+            instance_spec = spec.model_dump(mode="json", exclude_none=True)
             records = save_episode(episode.folder, instance_spec, state, context)
             # The page now, from the records in hand: the report at the end of the run then
             # reads no interactions.json again, and workers draw their own episodes' pages.

@@ -17,6 +17,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from privateshared.domains.audience import (
+    AUDIENCE_KINDS,
+    Audience,
+    AudienceSpec,
+    experiment_name,
+    sample_audience,
+    two_listener_prompt,
+)
 from privateshared.domains.clembench_texts import (
     PhrasingLookup,
     clembench_probe_wording,
@@ -29,6 +37,9 @@ DEFAULT_SEED = 20251121
 """Seed of the committed default instances file (`domains/instances.json`)."""
 DEFAULT_PER_DOMAIN = 10
 DEFAULT_INSTANCES_FILE = "instances.json"
+TWO_LISTENER_INSTANCES_FILE = "instances_two_listeners.json"
+"""The two-listener experiments (domains/audience.py), apart from the classic benchmark so that
+its default run, folders and records stay clembench's."""
 
 
 class InstanceSpec(BaseModel):
@@ -52,6 +63,8 @@ class InstanceSpec(BaseModel):
     tag: str
     """The questioner's label, e.g. TRAVEL-AGENT."""
     lang: str = "en"
+    audience: AudienceSpec | None = None
+    """Two-listener instances only: who joins or takes over, and when."""
 
     @model_validator(mode="after")
     def _slots_agree(self) -> InstanceSpec:
@@ -65,7 +78,27 @@ class InstanceSpec(BaseModel):
         for key, round_probes in self.probes.items():
             if set(round_probes) != slots:
                 raise ValueError(f"probes round {key} must have one entry per slot")
+        if self.audience is not None:
+            self._audience_agrees(self.audience)
         return self
+
+    def _audience_agrees(self, audience: AudienceSpec) -> None:
+        n = len(self.slots)
+        if not 1 <= audience.after_turn <= n - 2:
+            raise ValueError(f"audience.after_turn must be between 1 and {n - 2}")
+        if not set(audience.note_slots) <= set(self.slots):
+            raise ValueError("audience.note_slots must name slots of the instance")
+        rounds = [str(k) for k in range(audience.after_turn + 1, n + 1)]
+        if sorted(audience.probes, key=int) != rounds:
+            raise ValueError(f"audience.probes must have rounds {rounds[0]} to {rounds[-1]}")
+        pairs = {(tag, slot) for tag in (self.tag, audience.listener) for slot in self.slots}
+        for key, order in audience.order.items():
+            if set(audience.probes[key]) != set(self.slots):
+                raise ValueError(f"audience.probes round {key} must have one entry per slot")
+            if len(order) != len(pairs) or set(order) != pairs:
+                raise ValueError(
+                    f"audience.order round {key} must list every slot once per listener"
+                )
 
 
 class ExperimentSpec(BaseModel):
@@ -122,6 +155,8 @@ class GameInstance(BaseModel):
     """The questioner's role in plain words, e.g. travel agent (for an LLM questioner)."""
     slot_descriptions: dict[str, str] = {}
     """What each slot holds, never its value (for an LLM questioner)."""
+    audience: Audience | None = None
+    """Two-listener instances only: who joins or takes over, and when."""
 
 
 class InstancesError(ValueError):
@@ -159,6 +194,29 @@ def resolve_instance(
         probe_wording=probe_wording,
         questioner=questioner,
         slot_descriptions=descriptions,
+        audience=None if spec.audience is None else _resolve_audience(spec.audience, probe_text,
+                                                                      domain),
+    )  # fmt: skip
+
+
+def _resolve_audience(
+    spec: AudienceSpec, probe_text: PhrasingLookup, domain: Domain | None
+) -> Audience:
+    """The second listener's probes: the questioner's phrasings, turned to the second listener
+    by the domain (without a domain, as in replay, they keep the questioner's words)."""
+    turn = domain.second_listener_probe if domain and domain.second_listener else str
+    rounds = sorted(spec.probes, key=int)
+    return Audience(
+        kind=spec.kind,
+        after_turn=spec.after_turn,
+        listener=spec.listener,
+        role=spec.role,
+        note_slots=spec.note_slots,
+        probes=tuple(
+            {slot: turn(probe_text(slot, index)) for slot, index in spec.probes[k].items()}
+            for k in rounds
+        ),
+        order=tuple(spec.order[k] for k in rounds),
     )
 
 
@@ -213,6 +271,32 @@ def generate_instances(
     return InstancesFile(experiments=tuple(experiments))
 
 
+def generate_two_listener_instances(
+    domains: Sequence[Domain], seed: int = DEFAULT_SEED, per_domain: int = DEFAULT_PER_DOMAIN
+) -> InstancesFile:
+    """Sample `per_domain` instances of both two-listener experiments of every domain that has a
+    second listener; the same seed gives the same file."""
+    experiments = []
+    for domain in domains:
+        if domain.second_listener is None:
+            continue
+        for kind in AUDIENCE_KINDS:
+            name = experiment_name(domain.name, kind)
+            rng = random.Random(f"{seed}:{name}")
+            instances = []
+            for game_id in range(per_domain):
+                classic = _sample_instance(domain, game_id, rng)
+                audience = sample_audience(domain, kind, classic.request_order, rng)
+                instances.append(classic.model_copy(update={
+                    "initial_prompt": two_listener_prompt(domain, classic.slots),
+                    "audience": audience,
+                }))  # fmt: skip
+            experiments.append(
+                ExperimentSpec(name=name, domain=domain.name, game_instances=tuple(instances))
+            )
+    return InstancesFile(experiments=tuple(experiments))
+
+
 def read_instances(path: Path) -> InstancesFile:
     """Read and validate an instances file (ours or clembench's), or raise `InstancesError`."""
     try:
@@ -239,6 +323,11 @@ def read_instances(path: Path) -> InstancesFile:
 def default_instances_path() -> Path:
     """The committed default instances file."""
     return builtin_domains_dir() / DEFAULT_INSTANCES_FILE
+
+
+def two_listener_instances_path() -> Path:
+    """The committed instances of the two-listener experiments."""
+    return builtin_domains_dir() / TWO_LISTENER_INSTANCES_FILE
 
 
 def playable_instances(
@@ -287,13 +376,16 @@ def playable_instances(
 @cache
 def default_instance(experiment: str, game_id: int) -> GameInstance:
     """One instance of the default file, for runs that name it (e.g. from LangGraph Studio)."""
-    file = read_instances(default_instances_path())
-    for _, spec, instances in playable_instances(file, load_domains()):
-        if spec.name == experiment:
-            for instance in instances:
-                if instance.game_id == game_id:
-                    return instance
-    known = ", ".join(spec.name for spec in file.experiments)
+    known: list[str] = []
+    for path in (default_instances_path(), two_listener_instances_path()):
+        file = read_instances(path)
+        for _, spec, instances in playable_instances(file, load_domains()):
+            if spec.name == experiment:
+                for instance in instances:
+                    if instance.game_id == game_id:
+                        return instance
+        known += [spec.name for spec in file.experiments]
     raise InstancesError(
-        f"no default instance {experiment!r} #{game_id}; experiments: {known}, game ids 0-9"
+        f"no default instance {experiment!r} #{game_id}; experiments: {', '.join(known)}, "
+        "game ids 0-9"
     )

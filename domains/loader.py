@@ -58,7 +58,9 @@ def load_domain(folder: Path) -> Domain:
         domain = Domain.model_validate(raw)
     except ValidationError as error:
         raise DomainError(f"{path}: {_describe(error)}") from None
-    problem = _prompt_problem(domain) or _overlap_problem(domain)
+    problem = (
+        _prompt_problem(domain) or _overlap_problem(domain) or _second_listener_problem(domain)
+    )
     if problem:
         file = prompt_path if problem.startswith("initial prompt") else path
         raise DomainError(f"{file}: {problem}")
@@ -85,6 +87,24 @@ def _prompt_problem(domain: Domain) -> str | None:
     for needed in (TAG_PLACEHOLDER, SLOTS_PLACEHOLDER, ANSWER_TAG, ASIDE_TAG, PROBE_TAG):
         if needed not in domain.initial_prompt:
             return f"initial prompt lacks {needed!r}; the answerer must be told it"
+    return None
+
+
+def _second_listener_problem(domain: Domain) -> str | None:
+    """A probe that cannot be turned to the second listener: it must name `the <questioner>`."""
+    if domain.second_listener is None:
+        return None
+    if domain.second_listener.tag == domain.tag:
+        return f"second_listener.tag {domain.tag!r} is the questioner's tag; choose another"
+    needed = f"the {domain.questioner}"
+    for slot, spec in domain.slots.items():
+        for probe in spec.probes:
+            if needed not in probe:
+                return (
+                    f'slot "{slot}": probe {probe!r} lacks {needed!r}, so it cannot be asked '
+                    "about the second listener; name the questioner that way, or remove "
+                    "second_listener"
+                )
     return None
 
 

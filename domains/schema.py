@@ -78,6 +78,18 @@ class SlotSpec(BaseModel):
     """Yes/no questions the game master asks privately: does the questioner know this slot yet?"""
 
 
+class SecondListener(BaseModel):
+    """Someone besides the questioner who may listen in (the two-listener experiments)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str = Field(min_length=1)
+    """Their role in plain words (e.g. `colleague`); probes about them read `the <role>` where
+    the questioner's probes read `the <questioner>`."""
+    tag: str = Field(min_length=1, pattern=r"^[A-Z0-9]+(-[A-Z0-9]+)*$")
+    """Their label (e.g. `COLLEAGUE`): starts their questions, and names them in the records."""
+
+
 class Domain(BaseModel):
     """A dialogue setting: who asks, what the answerer knows, and how both are phrased."""
 
@@ -93,6 +105,13 @@ class Domain(BaseModel):
     """Slots in the order the initial prompt lists them."""
     initial_prompt: str = Field(min_length=1)
     """Template of the answerer's instructions, with `{tag}` and `{slots}` placeholders."""
+    second_listener: SecondListener | None = None
+    """Who may join or take over in the two-listener experiments; None: classic game only."""
+
+    def second_listener_probe(self, probe: str) -> str:
+        """A probe about the questioner, asked about the second listener instead."""
+        assert self.second_listener is not None
+        return probe.replace(f"the {self.questioner}", f"the {self.second_listener.role}")
 
     def render_initial_prompt(self, values: dict[str, str]) -> str:
         """Fill the template with the tag and one `SLOT: value` line per slot."""

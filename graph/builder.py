@@ -1,6 +1,8 @@
 """The game as a LangGraph state machine; `graph` is what langgraph.json serves.
 
 instruct_answerer -> probe_round -> ask_question -> answer_question -> probe_round -> ...
+With two listeners, change_audience comes once, after probing round k: probe_round ->
+change_audience -> ask_question.
 probe_round and ask_question end in score_episode once the questioner finishes, a rule is broken,
 or n + 3 questions were asked; a call that fails for good ends the episode without scores.
 """
@@ -15,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import answer_question, instruct_answerer
+from privateshared.graph.handover import change_audience
 from privateshared.graph.judging import judge_questions
 from privateshared.graph.probing import probe_round
 from privateshared.graph.questioning import ask_question
@@ -33,11 +36,13 @@ def build_graph(
     builder.add_node("probe_round", probe_round)
     builder.add_node("ask_question", ask_question)
     builder.add_node("answer_question", answer_question)
+    builder.add_node("change_audience", change_audience)
     builder.add_node("judge_questions", judge_questions)
     builder.add_node("score_episode", score_episode)
     builder.add_edge(START, "instruct_answerer")
     builder.add_edge("instruct_answerer", "probe_round")
     builder.add_conditional_edges("probe_round", route_after_probe)
+    builder.add_edge("change_audience", "ask_question")
     builder.add_conditional_edges("ask_question", route_after_question)
     builder.add_conditional_edges("answer_question", route_after_answer)
     builder.add_edge("judge_questions", "score_episode")

@@ -16,6 +16,7 @@ from privateshared.agents.base import ChatMessage, Player, PlayerFailure, Player
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG
 from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.listeners import heard_now, present_at
 from privateshared.graph.records import ANSWERER, CallFailure
 from privateshared.graph.state import EpisodeState, Exchange, QuestionerStep, Reply
 
@@ -109,6 +110,7 @@ async def instruct_answerer(
         message=instance.initial_prompt,
         answer=Reply(text=PSEUDO_ANSWER, sent_at=now, received_at=now),
         parsed=PSEUDO_ANSWER,
+        present=present_at(instance, 0),
     )
     return {"instance": instance, "dialogue": [instructions]}
 
@@ -147,13 +149,14 @@ async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) ->
     )
     # The asked slot is shared now whatever the answer said (a wrong value is still shared);
     # so is every slot whose value the answer gave away early.
-    newly_shared = ({exchange.slot} | revealed_slots(answer.text, instance.slots)) - set(
-        state.shared_since
-    )
+    shared = frozenset({exchange.slot} | revealed_slots(answer.text, instance.slots))
+    newly_shared = shared - set(state.shared_since)
     return {
         "dialogue": [*state.dialogue[:-1], answered],
         "questioner_steps": heard,
         "shared_since": {**state.shared_since, **dict.fromkeys(sorted(newly_shared), turn)},
+        # With two listeners, only those present hear it.
+        "heard_since": heard_now(state, instance, turn, shared),
     }
 
 

@@ -23,6 +23,7 @@ from privateshared.graph.dialogue import (
     call_player,
     has_continuation,
 )
+from privateshared.graph.listeners import knows, round_plan
 from privateshared.graph.records import ANSWERER, CallFailure
 from privateshared.graph.state import EpisodeState, Probe, ProbeAnswer, ProbeAttempt
 
@@ -45,15 +46,14 @@ async def probe_slot(
     context: Sequence[ChatMessage],
     instance: GameInstance,
     round_index: int,
-    slot: str,
+    planned: tuple[str | None, str, str],
     gold: ProbeAnswer,
     ctx: GameContext,
 ) -> tuple[Probe, CallFailure | None]:
-    """Ask one probe until its reply is valid or the tries are used (`ctx.max_tries`, at most
-    as many as the instance's probe wording has); a call that fails for good ends the probe
-    early, with what it had so far."""
-    # Instances phrase n + 1 rounds; a questioner that asks more reuses the last round's texts.
-    question = instance.probes[min(round_index, len(instance.probes) - 1)][slot]
+    """Ask one planned probe (listener, slot, question) until its reply is valid or the tries
+    are used (`ctx.max_tries`, at most as many as the instance's probe wording has); a call that
+    fails for good ends the probe early, with what it had so far."""
+    listener, slot, question = planned
     wording = instance.probe_wording
     attempts: list[ProbeAttempt] = []
     for attempt in range(1, min(ctx.max_tries, len(wording.tries)) + 1):
@@ -65,41 +65,46 @@ async def probe_slot(
             turn=round_index,
             slot=slot,
             attempt=attempt,
+            listener=listener,
         )
         try:
             reply = await call_player(ctx.answerer, request, ctx.clock)
         except PlayerFailure as failure:
-            failed = Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts),
-                           failed=True)  # fmt: skip
+            failed = Probe(listener=listener, slot=slot, question=question, gold=gold,
+                           attempts=tuple(attempts), failed=True)  # fmt: skip
             return failed, call_failure(failure, ANSWERER, ctx.answerer, request, ctx.clock())
         parsed = parse_probe_answer(reply.text)
         attempts.append(ProbeAttempt(message=message, reply=reply, parsed=parsed))
         if parsed is not None:
             break
-    return Probe(slot=slot, question=question, gold=gold, attempts=tuple(attempts)), None
+    probe = Probe(listener=listener, slot=slot, question=question, gold=gold,
+                  attempts=tuple(attempts))  # fmt: skip
+    return probe, None
 
 
 async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
-    """Probe every slot once, in the order the instance gives for this round."""
+    """Probe every slot once per listener so far, in the order the instance gives for this
+    round."""
     ctx = game_context(runtime)
     instance = state.instance
     assert instance is not None  # set by instruct_answerer
     round_index = len(state.probe_rounds)
     context = answerer_context(state.dialogue)
 
-    async def probe(slot: str) -> tuple[Probe, CallFailure | None]:
-        gold: ProbeAnswer = "yes" if slot in state.shared_since else "no"
-        return await probe_slot(context, instance, round_index, slot, gold, ctx)
+    async def probe(planned: tuple[str | None, str, str]) -> tuple[Probe, CallFailure | None]:
+        listener, slot, _ = planned
+        gold: ProbeAnswer = "yes" if knows(state, listener, slot) else "no"
+        return await probe_slot(context, instance, round_index, planned, gold, ctx)
 
-    order = list(instance.probes[min(round_index, len(instance.probes) - 1)])
+    order = round_plan(instance, round_index)
     outcomes: list[tuple[Probe, CallFailure | None]] = []
     if ctx.sequential_probes:
-        for slot in order:
-            outcomes.append(await probe(slot))
+        for planned in order:
+            outcomes.append(await probe(planned))
             if outcomes[-1][0].answer is None:  # clembench stops probing at the first failure
                 break
     else:
-        outcomes = list(await asyncio.gather(*(probe(slot) for slot in order)))
+        outcomes = list(await asyncio.gather(*(probe(planned) for planned in order)))
     probes = [probe for probe, _ in outcomes]
     update: dict[str, object] = {"probe_rounds": [*state.probe_rounds, probes]}
     failures = [failure for _, failure in outcomes if failure is not None]

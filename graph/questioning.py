@@ -22,8 +22,10 @@ from privateshared.agents.base import ChatMessage, PlayerFailure, PlayerRequest,
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.dialogue import call_failure, call_player, revealed_slots
+from privateshared.graph.listeners import asker_at, present_at, question_message
 from privateshared.graph.records import QUESTIONER
 from privateshared.graph.state import (
+    AudienceChange,
     EpisodeState,
     Exchange,
     QuestionerStep,
@@ -40,13 +42,14 @@ START = "Start the conversation: ask your first question."
 NUDGE = "Make your move through the functions: ask(slot, question), or finish() when done."
 
 
-def questioner_prompt(instance: GameInstance) -> str:
+def questioner_prompt(instance: GameInstance, role: str | None = None) -> str:
     """The questioner's instructions: its role and the slots to fill, never their values."""
     slots = "\n".join(
         f"- {slot}: {instance.slot_descriptions.get(slot, slot)}" for slot in instance.slots
     )
+    role = role or instance.questioner or "questioner"
     return (
-        f"You are a {instance.questioner or 'questioner'} in a conversation. Find out these "
+        f"You are a {role} in a conversation. Find out these "
         f"details from the person you talk to:\n{slots}\n\n"
         "Act only through the functions. ask(slot, question) puts one question about one slot "
         "to the person (one question per turn; its result is their answer). record(slot, value) "
@@ -85,14 +88,33 @@ def questioner_tools(instance: GameInstance) -> tuple[dict[str, JsonValue], ...]
     )  # fmt: skip
 
 
+def handover_start(instance: GameInstance, note: str) -> str:
+    """The second questioner's first message after a handover: the note, and nothing else of
+    what was said before it came."""
+    return (
+        f'The {instance.questioner} you take over from has left, saying to you: "{note}" '
+        "Go on from there: ask your first question."
+    )
+
+
 def questioner_context(
-    instance: GameInstance, steps: Sequence[QuestionerStep]
+    instance: GameInstance, steps: Sequence[QuestionerStep], change: AudienceChange | None = None
 ) -> list[ChatMessage]:
-    """The questioner's conversation: instructions, then its replies and what each call got."""
-    messages = [
-        ChatMessage(role="system", content=questioner_prompt(instance)),
-        ChatMessage(role="user", content=START),
-    ]
+    """The questioner's conversation: instructions, then its replies and what each call got.
+
+    After a handover the second questioner has a conversation of its own, opened by the note."""
+    if change is not None and change.note is not None and instance.audience is not None:
+        role = f"{instance.audience.role} of a {instance.questioner}"
+        opening = [
+            ChatMessage(role="system", content=questioner_prompt(instance, role)),
+            ChatMessage(role="user", content=handover_start(instance, change.note)),
+        ]
+    else:
+        opening = [
+            ChatMessage(role="system", content=questioner_prompt(instance)),
+            ChatMessage(role="user", content=START),
+        ]
+    messages = opening
     for step in steps:
         calls = tuple(record.call for record in step.calls)
         messages.append(ChatMessage(role="assistant", content=step.reply.text, tool_calls=calls))
@@ -106,8 +128,11 @@ def questioner_context(
 
 
 def question_limit(instance: GameInstance) -> int:
-    """How many questions a questioner may ask: one per slot and a few more."""
-    return len(instance.slots) + EXTRA_QUESTIONS
+    """How many questions a questioner may ask: one per slot and a few more; after a handover
+    after turn k, k more for the second questioner, who may need to ask again."""
+    audience = instance.audience
+    handover = audience.after_turn if audience is not None and audience.kind == "handover" else 0
+    return len(instance.slots) + EXTRA_QUESTIONS + handover
 
 
 def makes_move(step: QuestionerStep) -> bool:
@@ -243,6 +268,9 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
     assert instance is not None  # set by instruct_answerer
     turn = len(state.dialogue)
     steps = list(state.questioner_steps)
+    # With two listeners the steps name who asked; each questioner sees only its own.
+    asker = asker_at(instance, turn) if instance.audience is not None else None
+    change = state.audience_change if asker != instance.tag else None
     belief = dict(state.belief)
     asked = frozenset(exchange.slot for exchange in state.dialogue[1:] if exchange.slot)
     revealed = revealed_so_far(state.dialogue, instance)
@@ -250,10 +278,11 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
     questions_left = turn <= question_limit(instance)
     move: Move | None = None
     for attempt in range(1, MAX_QUESTIONER_TRIES + 1):
+        own = [step for step in steps if step.questioner == asker]
         request = PlayerRequest(
-            kind="request", messages=tuple(questioner_context(instance, steps)),
+            kind="request", messages=tuple(questioner_context(instance, own, change)),
             tools=questioner_tools(instance), instance=instance, turn=turn, slot="",
-            attempt=attempt,
+            attempt=attempt, listener=asker,
         )  # fmt: skip
         try:
             reply = await call_player(ctx.questioner, request, ctx.clock)
@@ -262,14 +291,18 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
             return {"questioner_steps": steps, "belief": belief, "error": error}
         move = carry_out(reply.tool_calls, belief, instance, asked, revealed, questions_left)
         belief = move.belief
-        steps.append(QuestionerStep(turn=turn, attempt=attempt, reply=reply, calls=move.calls))
+        steps.append(QuestionerStep(turn=turn, attempt=attempt, reply=reply, calls=move.calls,
+                                    questioner=asker))  # fmt: skip
         if move.question is not None or move.finished:
             break
     update: dict[str, object] = {"questioner_steps": steps, "belief": belief}
     if move is not None and move.question is not None:
         slot, text = move.question
         question = Reply(text=text, sent_at=reply.sent_at, received_at=reply.received_at)
-        exchange = Exchange(slot=slot, request=question, message=f"{instance.tag}: {text}")
+        exchange = Exchange(
+            slot=slot, request=question, present=present_at(instance, turn),
+            message=question_message(instance, turn, text, state.audience_change),
+        )  # fmt: skip
         update["dialogue"] = [*state.dialogue, exchange]
     elif questions_left and (move is None or not move.finished):
         update["abort_reason"] = QUESTIONER_ABORT

@@ -17,6 +17,11 @@ as clembench's privateshared does:
   null when its reply could not be read), `reason`), after the judge's `get message`;
 - `end`: the episode is over.
 
+With two listeners (domains/audience.py) every probe event and `check` also names its
+`listener`, a questioner's `get message` and `tool call` events name the `questioner`, and the
+audience's changes are logged: `arrival` and `departure` (extra key `listener`) and `note` (extra
+keys `from`, `to`, `values` as recorded, `carried`: the slots whose true value it gives).
+
 `metadata` events with the extra key `shared_early` mark slots whose value an answer gave away
 before the questioner asked for it; those with `revealed` list the values an answer gave.
 
@@ -36,6 +41,7 @@ from pydantic import BaseModel, JsonValue
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, revealed_slots
+from privateshared.graph.listeners import round_plan
 from privateshared.graph.records import (
     ANSWERER,
     GAME_NAME,
@@ -51,7 +57,14 @@ from privateshared.graph.records import (
     Interactions,
     ProbeEntry,
 )
-from privateshared.graph.state import EpisodeState, Exchange, Probe, QuestionerStep, Reply
+from privateshared.graph.state import (
+    AudienceChange,
+    EpisodeState,
+    Exchange,
+    Probe,
+    QuestionerStep,
+    Reply,
+)
 
 PROBE_VALUES = {"yes": 1, "no": 0}
 
@@ -145,6 +158,8 @@ def _log_exchange(log: _Log, state: EpisodeState, turn: int, exchange: Exchange)
 def _log_questioner_step(log: _Log, step: QuestionerStep) -> None:
     reply = step.reply
     where: dict[str, JsonValue] = {"turn": step.turn, "attempt": step.attempt}
+    if step.questioner is not None:
+        where["questioner"] = step.questioner
     log.event(QUESTIONER, GM, "get message", reply.text, at=reply.received_at, call=reply,
               extra=where)  # fmt: skip
     for record in step.calls:
@@ -161,8 +176,10 @@ def _log_questioner_step(log: _Log, step: QuestionerStep) -> None:
 
 
 def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
+    about: dict[str, JsonValue] = {} if probe.listener is None else {"listener": probe.listener}
     for number, attempt in enumerate(probe.attempts, start=1):
-        where: dict[str, JsonValue] = {"round": round_index, "slot": probe.slot, "try": number}
+        where: dict[str, JsonValue] = {"round": round_index, **about, "slot": probe.slot,
+                                       "try": number}  # fmt: skip
         reply = attempt.reply
         log.event(GM, ANSWERER, "probe question", attempt.message, at=reply.sent_at, extra=where)
         log.event(
@@ -173,17 +190,37 @@ def _log_probe(log: _Log, round_index: int, probe: Probe) -> None:
         return
     validity = "valid" if probe.answer is not None else "invalid"
     tries = len(probe.attempts)
-    summary = f"Answer for {probe.slot.upper()} {validity} after {tries} tries."
+    whose = "" if probe.listener is None else f" ({probe.listener})"
+    summary = f"Answer for {probe.slot.upper()}{whose} {validity} after {tries} tries."
     log.event(GM, GM, "metadata", summary)
     verdict = "correct" if probe.answer == probe.gold else "incorrect"
     log.event(
         GM, GM, "check", f"Answer is {verdict}.",
-        extra={"slot": probe.slot, "gold": probe.gold, "answer": probe.answer},
+        extra={**about, "slot": probe.slot, "gold": probe.gold, "answer": probe.answer},
     )  # fmt: skip
 
 
+def _log_audience(log: _Log, instance: GameInstance, change: AudienceChange | None) -> None:
+    """The audience's changes: who arrives, who leaves, and the note between them."""
+    if change is None:
+        return
+    log.event(GM, GM, "arrival", f"{change.listener} joins the conversation.", at=change.at,
+              extra={"listener": change.listener})  # fmt: skip
+    if change.note is None:
+        return
+    log.event(
+        GM, GM, "note", f"{instance.tag} to {change.listener}: {change.note}",
+        extra={"from": instance.tag, "to": change.listener, "values": dict(change.note_values),
+               "carried": list(change.carried)},
+    )  # fmt: skip
+    log.event(GM, GM, "departure", f"{instance.tag} leaves the conversation.",
+              extra={"listener": instance.tag})  # fmt: skip
+
+
 def _probe_entry(instance: GameInstance, probe: Probe) -> ProbeEntry:
+    about = {} if probe.listener is None else {"listener": probe.listener}
     return ProbeEntry(
+        **about,
         target=probe.slot.upper(),
         question=instance.probe_wording.message(probe.question, 1),
         gt=PROBE_VALUES[probe.gold],
@@ -202,6 +239,7 @@ def build_records(
         raise ValueError("the episode has no instance yet; records start after instruct_answerer")
     n = len(instance.request_order)
     log = _Log()
+    change = state.audience_change
     for turn in range(max(len(state.dialogue), len(state.probe_rounds))):
         log.next_turn()
         if turn < len(state.dialogue):
@@ -209,11 +247,16 @@ def build_records(
                 if step.turn == turn:
                     _log_questioner_step(log, step)
             _log_exchange(log, state, turn, state.dialogue[turn])
+        if turn == 0 and instance.audience is not None:
+            log.event(GM, GM, "arrival", f"{instance.tag} joins the conversation.",
+                      extra={"listener": instance.tag})  # fmt: skip
         if turn < len(state.probe_rounds):
             log.event(GM, GM, "info", "Begin probing", extra={"round": turn})
             for probe in state.probe_rounds[turn]:
                 _log_probe(log, turn, probe)
             log.event(GM, GM, "info", "End probing", extra={"round": turn})
+        if change is not None and turn == change.after_turn:
+            _log_audience(log, instance, change)
     # Steps of a turn that brought no question: the finishing one, or a questioner's failed tries.
     for step in state.questioner_steps:
         if step.turn >= len(state.dialogue):
@@ -257,8 +300,9 @@ def build_records(
                 parsed[k] += attempt.parsed is not None
                 violated[k] += attempt.parsed is None
     played = sum(
-        1 for probes in state.probe_rounds
-        if len(probes) == n and all(probe.answer is not None for probe in probes)
+        1 for k, probes in enumerate(state.probe_rounds)
+        if len(probes) == len(round_plan(instance, k))
+        and all(probe.answer is not None for probe in probes)
     )  # fmt: skip
     interactions = Interactions(
         players=players,

@@ -13,13 +13,23 @@ End = Literal["__end__"]
 """A call that failed for good ends the episode unscored: there is nothing to score it on."""
 
 
-def route_after_probe(state: EpisodeState) -> Literal["ask_question", "judge_questions"] | End:
+def route_after_probe(
+    state: EpisodeState,
+) -> Literal["ask_question", "change_audience", "judge_questions"] | End:
     """Give the questioner its next turn while the rules are kept and it has not finished: one
-    question per slot and three more, then a last turn to record and finish."""
+    question per slot and three more, then a last turn to record and finish. With two
+    listeners, the audience changes after probing round k, before question k + 1."""
     if state.error is not None:
         return "__end__"
     if state.abort_reason is not None or state.instance is None:
         return "judge_questions"
+    audience = state.instance.audience
+    if (
+        audience is not None
+        and state.audience_change is None
+        and len(state.probe_rounds) == audience.after_turn + 1
+    ):
+        return "change_audience"
     # After the last question allowed, the questioner still gets a turn to record and finish.
     final_turn = question_limit(state.instance) + 1
     steps = state.questioner_steps

@@ -56,6 +56,8 @@ class Exchange(BaseModel):
     """The answer without its tag; None until answered, or when its format is broken."""
     filled: bool | None = None
     """Whether a valid answer contains the value asked for."""
+    present: tuple[str, ...] = ()
+    """Who heard this turn (listener tags); the questioner alone in the classic game."""
 
 
 class ProbeAttempt(BaseModel):
@@ -75,6 +77,9 @@ class Probe(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    listener: str | None = None
+    """Whose knowledge is probed (a listener tag) with two listeners; None in the classic game,
+    where every probe is about the questioner."""
     slot: str
     question: str
     """The probe phrasing, without the game's framing."""
@@ -116,6 +121,8 @@ class QuestionerStep(BaseModel):
     attempt: int
     reply: Reply
     calls: tuple[ToolCallRecord, ...]
+    questioner: str | None = None
+    """Who asks (a listener tag) when a handover brings a second questioner; None otherwise."""
 
 
 class Judgment(BaseModel):
@@ -129,6 +136,25 @@ class Judgment(BaseModel):
     """1 to 5; None when the judge's reply could not be read (missing, not 0)."""
     reason: str | None
     reply: Reply
+
+
+class AudienceChange(BaseModel):
+    """A second listener joining after turn k, or taking over with a note (two-listener games)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["late-joiner", "handover"]
+    after_turn: int
+    listener: str
+    """The second listener's tag."""
+    at: str
+    """ISO time of the change."""
+    note: str | None = None
+    """Handover: what the leaving questioner says to the second listener."""
+    note_values: dict[str, str] = {}
+    """Handover: the values the note gives, as the questioner recorded them."""
+    carried: tuple[str, ...] = ()
+    """Handover: slots whose true value the note gives; the second listener knows them."""
 
 
 class EpisodeRecords(BaseModel):
@@ -154,7 +180,12 @@ class EpisodeState(BaseModel):
     dialogue: list[Exchange] = []
     """The answerer's conversation so far; probes never enter it."""
     shared_since: dict[str, int] = {}
-    """Slot -> dialogue turn after which the questioner knows it. Slots absent are private."""
+    """Slot -> dialogue turn after which the questioner knows it (with two listeners: after
+    which it was said to anyone). Slots absent are private."""
+    heard_since: dict[str, dict[str, int]] = {}
+    """Two listeners only: listener tag -> slot -> turn after which that listener knows it."""
+    audience_change: AudienceChange | None = None
+    """Two listeners only: the join or handover, once it has happened."""
     probe_rounds: list[list[Probe]] = []
     """Probing round k follows dialogue turn k; probes in the order asked."""
     questioner_steps: list[QuestionerStep] = []
