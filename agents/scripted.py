@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from privateshared.agents.base import PlayerReply, PlayerRequest, ToolCall
+from privateshared.domains.audience import FAREWELL
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class ProgrammaticQuestioner:
             if value.lower() in answer.lower():
                 calls.append(ToolCall(id=f"record-{turn}", name="record",
                                       arguments={"slot": asked[-1], "value": value}))  # fmt: skip
+        if messages and messages[-1].role == "user" and messages[-1].content == FAREWELL:
+            # Handing over: it records, and asks nothing more.
+            return PlayerReply(text="", prompt=None, raw=None, tool_calls=tuple(calls))
         remaining = [slot for slot in instance.request_order if slot not in (*asked, *noted)]
         if remaining:
             slot = remaining[0]

@@ -21,6 +21,16 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from privateshared.graph.perspective import (
+    FIRST_LISTENER_ACCURACY,
+    FIRST_LISTENER_KAPPA,
+    PERSPECTIVE_ACCURACY,
+    PERSPECTIVE_PAIRS,
+    REDUNDANT_QUESTIONS,
+    SECOND_LISTENER_ACCURACY,
+    SECOND_LISTENER_KAPPA,
+    TRANSFER_COMPLETENESS,
+)
 from privateshared.graph.records import (
     ABORTED,
     ACCURACY,
@@ -182,6 +192,56 @@ class RoundAccuracy(BaseModel):
     """Round 0 first; empty when no episode completed a round."""
 
 
+class ListenerAggregate(BaseModel):
+    """The two-listener scores (graph/perspective.py) of one model on one experiment, each the
+    mean over the played episodes where it is defined."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    experiment: str
+    episodes: int
+    """Played episodes with two-listener scores."""
+    first_listener_accuracy: float
+    first_listener_kappa: float
+    second_listener_accuracy: float
+    second_listener_kappa: float
+    perspective_accuracy: float
+    perspective_pairs: float
+    """Mean number of (round, slot) pairs per episode where the listeners' truths differ."""
+    transfer_completeness: float
+    """Handover only; NaN in late-joiner experiments."""
+    redundant_questions: float
+    """Handover only; NaN in late-joiner experiments."""
+
+
+def listener_aggregate(
+    episodes: Sequence[EpisodeRecord], model: str, experiment: str
+) -> ListenerAggregate | None:
+    """The two-listener means of a model on an experiment; None for a classic experiment."""
+    played = [e for e in episodes if e.status == "played" and e.scores is not None
+              and PERSPECTIVE_PAIRS in e.scores]  # fmt: skip
+    if not played:
+        return None
+
+    def mean_of(name: str) -> float:
+        return mean(finite(e.score(name) for e in played if e.scores and name in e.scores))
+
+    return ListenerAggregate(
+        model=model,
+        experiment=experiment,
+        episodes=len(played),
+        first_listener_accuracy=mean_of(FIRST_LISTENER_ACCURACY),
+        first_listener_kappa=mean_of(FIRST_LISTENER_KAPPA),
+        second_listener_accuracy=mean_of(SECOND_LISTENER_ACCURACY),
+        second_listener_kappa=mean_of(SECOND_LISTENER_KAPPA),
+        perspective_accuracy=mean_of(PERSPECTIVE_ACCURACY),
+        perspective_pairs=mean_of(PERSPECTIVE_PAIRS),
+        transfer_completeness=mean_of(TRANSFER_COMPLETENESS),
+        redundant_questions=mean_of(REDUNDANT_QUESTIONS),
+    )
+
+
 class Evaluation(BaseModel):
     """A run evaluated at the dataset, episode and turn levels; models sorted by name."""
 
@@ -204,6 +264,9 @@ class Evaluation(BaseModel):
     questioner_by_experiment: tuple[QuestionerByTurn, ...]
     """Turn level, the questioner's slot accuracy, per model and experiment: episodes of
     different lengths are not mixed."""
+    listeners: tuple[ListenerAggregate, ...] = ()
+    """The two-listener experiments' own scores, per model and experiment; none for a classic
+    run, whose results.json then keeps its keys."""
 
 
 # Reading the records
@@ -451,5 +514,10 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
         questioner_by_experiment=tuple(
             questioner_by_turn(group, model, experiment)
             for (model, experiment), group in by_experiment.items()
+        ),
+        listeners=tuple(
+            means
+            for (model, experiment), group in by_experiment.items()
+            if (means := listener_aggregate(group, model, experiment)) is not None
         ),
     )

@@ -193,6 +193,27 @@ def format_markdown(evaluation: Evaluation) -> str:
             "complement), rule violations and questions per episode, valid calls, completed "
             f"tasks.\n\n{table}"
         ]
+    listeners: list[str] = []
+    if evaluation.listeners:
+        table = _markdown(
+            ["model", "experiment", "episodes", "accuracy 1st", "kappa 1st", "accuracy 2nd",
+             "kappa 2nd", "perspective", "pairs", "transfer", "redundant"],
+            [[row.model, row.experiment, str(row.episodes),
+              *(_fixed(value, 2) for value in (
+                  row.first_listener_accuracy, row.first_listener_kappa,
+                  row.second_listener_accuracy, row.second_listener_kappa,
+                  row.perspective_accuracy, row.perspective_pairs,
+                  row.transfer_completeness, row.redundant_questions))]
+             for row in evaluation.listeners],
+            left=2,
+        )  # fmt: skip
+        listeners = [
+            "## Two listeners\n\nMeans over played episodes: accuracy and kappa per listener "
+            "(1st: the questioner, 2nd: the one who joins or takes over), perspective accuracy "
+            "on the pairs where their truths differ (both answered right), pairs per episode, "
+            "the share of what was said that a handover note carried, and questions about what "
+            f"the note gave.\n\n{table}"
+        ]
     parts = [
         f"# {GAME_NAME} results",
         *([] if warning is None else [f"> **Warning:** {warning}"]),
@@ -201,6 +222,7 @@ def format_markdown(evaluation: Evaluation) -> str:
         "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
         f"episodes that completed it (aborted ones included).\n\n{per_round}",
         *questioner,
+        *listeners,
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -281,7 +303,9 @@ def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
         "results.csv": results_csv(evaluation.episodes),
     }
     written = [results_dir / "results.json"]
-    write_json(written[0], evaluation)
+    # A classic run's results.json keeps clembench-era keys only.
+    leave_out = set() if evaluation.listeners else {"listeners"}
+    write_json(written[0], evaluation.model_dump(mode="python", exclude=leave_out))
     for name, text in texts.items():
         write_text(results_dir / name, text)
         written.append(results_dir / name)

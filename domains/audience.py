@@ -25,6 +25,12 @@ from privateshared.domains.schema import Domain
 PRESENT = "[Present: "
 """Starts the line of a message that says who hears it."""
 
+FAREWELL = (
+    "You hand the conversation over to a colleague now and leave: record what you have "
+    "learned, since your colleague gets your records as your note. No more questions."
+)
+"""What a leaving questioner is told on its last turn, before the handover."""
+
 AudienceKind = Literal["late-joiner", "handover"]
 AUDIENCE_KINDS: tuple[AudienceKind, ...] = ("late-joiner", "handover")
 

@@ -35,6 +35,18 @@ def asker_at(instance: GameInstance, turn: int) -> str:
     return instance.tag
 
 
+def hands_over_at(instance: GameInstance, change: AudienceChange | None, turn: int) -> bool:
+    """Whether the questioner's turn `turn` is its farewell: a handover is due and every
+    question before it was answered. It may record what it learned, and then it leaves."""
+    audience = instance.audience
+    return (
+        audience is not None
+        and audience.kind == "handover"
+        and change is None
+        and turn == audience.after_turn + 1
+    )
+
+
 def round_plan(instance: GameInstance, round_index: int) -> list[tuple[str | None, str, str]]:
     """The probes of round `round_index`, in the order asked: (listener, slot, probe question).
 

@@ -19,10 +19,16 @@ from langgraph.runtime import Runtime
 from pydantic import JsonValue
 
 from privateshared.agents.base import ChatMessage, PlayerFailure, PlayerRequest, ToolCall
+from privateshared.domains.audience import FAREWELL
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.dialogue import call_failure, call_player, revealed_slots
-from privateshared.graph.listeners import asker_at, present_at, question_message
+from privateshared.graph.listeners import (
+    asker_at,
+    hands_over_at,
+    present_at,
+    question_message,
+)
 from privateshared.graph.records import QUESTIONER
 from privateshared.graph.state import (
     AudienceChange,
@@ -98,9 +104,13 @@ def handover_start(instance: GameInstance, note: str) -> str:
 
 
 def questioner_context(
-    instance: GameInstance, steps: Sequence[QuestionerStep], change: AudienceChange | None = None
+    instance: GameInstance,
+    steps: Sequence[QuestionerStep],
+    change: AudienceChange | None = None,
+    farewell: bool = False,
 ) -> list[ChatMessage]:
-    """The questioner's conversation: instructions, then its replies and what each call got.
+    """The questioner's conversation: instructions, then its replies and what each call got;
+    `farewell` adds the call to record before a handover.
 
     After a handover the second questioner has a conversation of its own, opened by the note."""
     if change is not None and change.note is not None and instance.audience is not None:
@@ -124,6 +134,8 @@ def questioner_context(
         ]
         if not makes_move(step):
             messages.append(ChatMessage(role="user", content=NUDGE))
+    if farewell:
+        messages.append(ChatMessage(role="user", content=FAREWELL))
     return messages
 
 
@@ -178,11 +190,13 @@ def carry_out(
     asked: frozenset[str],
     revealed: frozenset[str],
     questions_left: bool = True,
+    leaving: bool = False,
 ) -> Move:
     """Check and carry out a reply's calls in order (pure: the new belief is returned).
 
     A reply asks or finishes, not both: the second of the two is refused, so the last answer can
-    always be recorded. Once the questions run out, only record and finish are accepted."""
+    always be recorded. Once the questions run out, only record and finish are accepted; a
+    questioner `leaving` in a handover may only record."""
     belief = dict(belief)
     records: list[ToolCallRecord] = []
     question: tuple[str, str] | None = None
@@ -199,6 +213,8 @@ def carry_out(
         arguments = call.arguments
         if finished:
             refuse(call, "the conversation is over")
+        elif leaving and call.name != "record":
+            refuse(call, "you are handing over; only record() is possible now")
         elif arguments is None:
             refuse(call, call.error or "arguments are not a JSON object")
         elif call.name == "ask":
@@ -268,19 +284,24 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
     assert instance is not None  # set by instruct_answerer
     turn = len(state.dialogue)
     steps = list(state.questioner_steps)
+    # Before a handover, the leaving questioner gets a last turn to record what it learned.
+    leaving = hands_over_at(instance, state.audience_change, turn)
     # With two listeners the steps name who asked; each questioner sees only its own.
-    asker = asker_at(instance, turn) if instance.audience is not None else None
+    asker = None
+    if instance.audience is not None:
+        asker = instance.tag if leaving else asker_at(instance, turn)
     change = state.audience_change if asker != instance.tag else None
     belief = dict(state.belief)
     asked = frozenset(exchange.slot for exchange in state.dialogue[1:] if exchange.slot)
     revealed = revealed_so_far(state.dialogue, instance)
     # After the last question allowed, one more turn records what the last answer gave.
-    questions_left = turn <= question_limit(instance)
+    questions_left = turn <= question_limit(instance) and not leaving
     move: Move | None = None
-    for attempt in range(1, MAX_QUESTIONER_TRIES + 1):
+    for attempt in range(1, 2 if leaving else MAX_QUESTIONER_TRIES + 1):
         own = [step for step in steps if step.questioner == asker]
+        context = questioner_context(instance, own, change, farewell=leaving)
         request = PlayerRequest(
-            kind="request", messages=tuple(questioner_context(instance, own, change)),
+            kind="request", messages=tuple(context),
             tools=questioner_tools(instance), instance=instance, turn=turn, slot="",
             attempt=attempt, listener=asker,
         )  # fmt: skip
@@ -289,7 +310,9 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
         except PlayerFailure as failure:
             error = call_failure(failure, QUESTIONER, ctx.questioner, request, ctx.clock())
             return {"questioner_steps": steps, "belief": belief, "error": error}
-        move = carry_out(reply.tool_calls, belief, instance, asked, revealed, questions_left)
+        move = carry_out(
+            reply.tool_calls, belief, instance, asked, revealed, questions_left, leaving
+        )
         belief = move.belief
         steps.append(QuestionerStep(turn=turn, attempt=attempt, reply=reply, calls=move.calls,
                                     questioner=asker))  # fmt: skip
@@ -305,5 +328,5 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
         )  # fmt: skip
         update["dialogue"] = [*state.dialogue, exchange]
     elif questions_left and (move is None or not move.finished):
-        update["abort_reason"] = QUESTIONER_ABORT
+        update["abort_reason"] = QUESTIONER_ABORT  # a farewell has no questions left: no abort
     return update

@@ -240,11 +240,33 @@ def build_records(
     n = len(instance.request_order)
     log = _Log()
     change = state.audience_change
+    logged_change = False
+
+    def comes_after_change(step: QuestionerStep) -> bool:
+        """Whether `step` is the first one after the audience changed: a late joiner arrives
+        before the questioner's next turn; a handover comes after the leaving questioner's
+        farewell, before the second questioner's first turn."""
+        return (
+            change is not None
+            and not logged_change
+            and step.turn == change.after_turn + 1
+            and (change.kind == "late-joiner" or step.questioner != instance.tag)
+        )
+
+    def log_change() -> None:
+        nonlocal logged_change
+        _log_audience(log, instance, change)
+        logged_change = True
+
     for turn in range(max(len(state.dialogue), len(state.probe_rounds))):
         log.next_turn()
         if turn < len(state.dialogue):
             for step in state.questioner_steps:
                 if step.turn == turn:
+                    # The change comes after a leaving questioner's farewell, before the next
+                    # question is prepared.
+                    if comes_after_change(step):
+                        log_change()
                     _log_questioner_step(log, step)
             _log_exchange(log, state, turn, state.dialogue[turn])
         if turn == 0 and instance.audience is not None:
@@ -255,12 +277,15 @@ def build_records(
             for probe in state.probe_rounds[turn]:
                 _log_probe(log, turn, probe)
             log.event(GM, GM, "info", "End probing", extra={"round": turn})
-        if change is not None and turn == change.after_turn:
-            _log_audience(log, instance, change)
-    # Steps of a turn that brought no question: the finishing one, or a questioner's failed tries.
+    # Steps of a turn that brought no question: the finishing one, a farewell before a
+    # handover, or a questioner's failed tries.
     for step in state.questioner_steps:
         if step.turn >= len(state.dialogue):
+            if comes_after_change(step):
+                log_change()
             _log_questioner_step(log, step)
+    if change is not None and not logged_change:
+        log_change()
     for judgment in state.judgments:
         reply = judgment.reply
         log.event(JUDGE, GM, "get message", reply.text, at=reply.received_at, call=reply,

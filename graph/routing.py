@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from privateshared.graph.listeners import hands_over_at
 from privateshared.graph.questioning import has_finished, question_limit
 from privateshared.graph.state import EpisodeState
 
@@ -29,7 +30,8 @@ def route_after_probe(
         and state.audience_change is None
         and len(state.probe_rounds) == audience.after_turn + 1
     ):
-        return "change_audience"
+        # A leaving questioner first gets its farewell turn, to record what it learned.
+        return "ask_question" if audience.kind == "handover" else "change_audience"
     # After the last question allowed, the questioner still gets a turn to record and finish.
     final_turn = question_limit(state.instance) + 1
     steps = state.questioner_steps
@@ -40,12 +42,18 @@ def route_after_probe(
 
 def route_after_question(
     state: EpisodeState,
-) -> Literal["answer_question", "judge_questions"] | End:
-    """Pass a new question on; end when the questioner finished or made no valid move."""
+) -> Literal["answer_question", "change_audience", "judge_questions"] | End:
+    """Pass a new question on; end when the questioner finished or made no valid move. After a
+    leaving questioner's farewell turn, the second listener takes over."""
     if state.error is not None:
         return "__end__"
-    pending = len(state.dialogue) > 1 and state.dialogue[-1].answer is None
-    return "answer_question" if pending else "judge_questions"
+    if len(state.dialogue) > 1 and state.dialogue[-1].answer is None:
+        return "answer_question"
+    if state.instance is not None and hands_over_at(
+        state.instance, state.audience_change, len(state.dialogue)
+    ):
+        return "change_audience"
+    return "judge_questions"
 
 
 def route_after_answer(state: EpisodeState) -> Literal["probe_round", "judge_questions"] | End:

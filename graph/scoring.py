@@ -9,12 +9,12 @@ clembench's. Records of a questioner acting through functions also get the quest
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
-import numpy as np
 from langgraph.runtime import Runtime
 
+from privateshared.graph.agreement import accuracy, kappa
 from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.perspective import listener_scores
 from privateshared.graph.questioner_metrics import questioner_scores
 from privateshared.graph.recorder import build_records, describe_players
 from privateshared.graph.records import (
@@ -39,32 +39,6 @@ from privateshared.graph.records import (
 from privateshared.graph.state import EpisodeRecords, EpisodeState
 
 NAN = float("nan")
-
-
-def accuracy(gold: Sequence[int], predicted: Sequence[int]) -> float:
-    """Share of probes answered correctly."""
-    return sum(g == p for g, p in zip(gold, predicted, strict=True)) / len(gold)
-
-
-def kappa(gold: Sequence[int], predicted: Sequence[int]) -> float:
-    """Cohen's kappa of the probe answers against the truth; NaN when chance agreement is total.
-
-    The arithmetic is scikit-learn's `cohen_kappa_score`, step for step (clembench scores with
-    it; tests/test_scoring.py checks the two agree), without importing scikit-learn, which would
-    add most of a second of CPU to the start of every run.
-    """
-    labels = sorted(set(gold) | set(predicted))
-    index = {label: i for i, label in enumerate(labels)}
-    confusion = np.zeros((len(labels), len(labels)))
-    for truth, guess in zip(gold, predicted, strict=True):
-        confusion[index[truth], index[guess]] += 1
-    sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
-    expected = np.outer(sum0, sum1) / sum0.sum()
-    disagreement = 1 - np.eye(len(labels))
-    chance = float(np.sum(disagreement * expected))
-    if chance == 0:
-        return NAN
-    return 1 - float(np.sum(disagreement * confusion)) / chance
 
 
 def truncated_kappa(value: float) -> float:
@@ -147,6 +121,8 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
         }
     episode |= totals
     episode[REQUEST_SUCCESS_RATIO] = ratio
+    # Only episodes with two listeners have these: the classic ones keep clembench's scores.
+    episode |= listener_scores(interactions) or {}
     # Only a questioner acting through functions has these: clembench's records stay as scored.
     questioner = questioner_scores(interactions)
     if questioner is not None:

@@ -1,0 +1,36 @@
+"""Agreement of probe answers with the truth: accuracy and Cohen's kappa, as clembench's scorer
+computes them. Pure functions, shared by the classic scores and the two-listener ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+NAN = float("nan")
+
+
+def accuracy(gold: Sequence[int], predicted: Sequence[int]) -> float:
+    """Share of probes answered correctly."""
+    return sum(g == p for g, p in zip(gold, predicted, strict=True)) / len(gold)
+
+
+def kappa(gold: Sequence[int], predicted: Sequence[int]) -> float:
+    """Cohen's kappa of the probe answers against the truth; NaN when chance agreement is total.
+
+    The arithmetic is scikit-learn's `cohen_kappa_score`, step for step (clembench scores with
+    it; tests/test_scoring.py checks the two agree), without importing scikit-learn, which would
+    add most of a second of CPU to the start of every run.
+    """
+    labels = sorted(set(gold) | set(predicted))
+    index = {label: i for i, label in enumerate(labels)}
+    confusion = np.zeros((len(labels), len(labels)))
+    for truth, guess in zip(gold, predicted, strict=True):
+        confusion[index[truth], index[guess]] += 1
+    sum0, sum1 = confusion.sum(axis=0), confusion.sum(axis=1)
+    expected = np.outer(sum0, sum1) / sum0.sum()
+    disagreement = 1 - np.eye(len(labels))
+    chance = float(np.sum(disagreement * expected))
+    if chance == 0:
+        return NAN
+    return 1 - float(np.sum(disagreement * confusion)) / chance
