@@ -1,0 +1,192 @@
+"""The two-listener experiments: a late joiner and a handover, played end to end, with the
+ground truth per (listener, slot) and the reference players' scores worked out by hand.
+
+Theory, for an answerer that gives every value when asked and the programmatic questioner:
+- `oracle` answers each probe from what its listener heard: every score is perfect.
+- `one-listener` answers as if the questioner had heard everything, whoever is asked about: it
+  says yes to a slot once anyone heard it. It is wrong exactly where the listeners' truths
+  differ, once per such pair (it is right for the listener who heard it), so its perspective
+  accuracy is 0 and its kappa falls below 1.
+- `always-yes` / `always-no` carry no information: kappa 0, Main Score 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from privateshared.agents.baselines import (
+    ConstantAnswerer,
+    OneListenerAnswerer,
+    OracleAnswerer,
+)
+from privateshared.bench.cli import main
+from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.domains.instances import (
+    GameInstance,
+    default_instance,
+    read_instances,
+    two_listener_instances_path,
+)
+from privateshared.graph.context import GameContext
+from privateshared.graph.records import Interactions
+
+HANDOVER = default_instance("travel-booking-handover", 2)
+LATE_JOINER = default_instance("travel-booking-late-joiner", 0)
+AGENT, COLLEAGUE = "TRAVEL-AGENT", "COLLEAGUE"
+
+
+async def play(
+    instance: GameInstance, answerer: object, folder: Path
+) -> tuple[Interactions, dict[str, float]]:
+    context = GameContext(answerer=answerer)
+    state = await play_episode(instance, context)
+    save_episode(folder, instance.model_dump(mode="json"), state, context)
+    interactions = Interactions.model_validate_json((folder / "interactions.json").read_text())
+    return interactions, json.loads((folder / "scores.json").read_text())["episode scores"]
+
+
+def truth(interactions: Interactions) -> list[dict[str, set[str]]]:
+    """Per probing round: listener -> the slots whose probe has gold yes."""
+    rounds = []
+    for probes in interactions.probes:
+        known: dict[str, set[str]] = {}
+        for entry in probes:
+            listener = str((entry.model_extra or {})["listener"])
+            slots = known.setdefault(listener, set())
+            if entry.gt == 1:
+                slots.add(entry.target.lower())
+        rounds.append(known)
+    return rounds
+
+
+def kappa(gold_yes: int, predicted_yes: int, right: int, total: int) -> float:
+    """Cohen's kappa from the counts, as fractions: (po - pe) / (1 - pe)."""
+    po = Fraction(right, total)
+    pe = Fraction(gold_yes * predicted_yes + (total - gold_yes) * (total - predicted_yes),
+                  total * total)  # fmt: skip
+    return float((po - pe) / (1 - pe))
+
+
+def test_the_instances_are_what_the_hand_worked_cases_assume() -> None:
+    assert HANDOVER.request_order == ("by", "from", "when", "to", "class")
+    assert HANDOVER.audience is not None and HANDOVER.audience.kind == "handover"
+    assert (HANDOVER.audience.after_turn, HANDOVER.audience.note_slots) == (3, ("by", "from"))
+    assert LATE_JOINER.request_order == ("to", "class", "when", "by", "from")
+    assert LATE_JOINER.audience is not None and LATE_JOINER.audience.after_turn == 2
+
+
+async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> None:
+    interactions, oracle = await play(HANDOVER, OracleAnswerer(), tmp_path / "oracle")
+    # The agent asks by, from, when and writes down by and from; the colleague, told those two,
+    # asks when again, then to and class. The agent stops hearing after turn 3.
+    agent = [set(), {"by"}, {"by", "from"}] + [{"by", "from", "when"}] * 4
+    colleague = [None] * 4 + [
+        {"by", "from", "when"},
+        {"by", "from", "when", "to"},
+        {"by", "from", "when", "to", "class"},
+    ]
+    expected = [
+        {AGENT: a} if c is None else {AGENT: a, COLLEAGUE: c}
+        for a, c in zip(agent, colleague, strict=True)
+    ]
+    assert truth(interactions) == expected
+    events = [event.action for turn in interactions.turns for event in turn]
+    kinds = [action.type for action in events if action.type in ("arrival", "note", "departure")]
+    assert kinds == ["arrival", "arrival", "note", "departure"]
+    note = next(action for action in events if action.type == "note")
+    assert note.content == (
+        f"{AGENT} to {COLLEAGUE}: Here is what I have noted: BY: {HANDOVER.slots['by']}; "
+        f"FROM: {HANDOVER.slots['from']}."
+    )
+    # Questions to the answerer start with a bracketed line; the note comes with question 4.
+    sent = [a.content for a in events if a.type == "send message" and str(a.content)[0] == "["]
+    assert str(sent[3]).splitlines() == [
+        f"[{AGENT} hands the conversation over to {COLLEAGUE} and leaves.]",
+        note.content,
+        f"[Present: {COLLEAGUE}]",
+        f"{COLLEAGUE}: {HANDOVER.requests['when']}",
+    ]
+    assert oracle["Main Score"] == 100 and oracle["Perspective Accuracy"] == 1
+    assert oracle["Transfer Completeness"] == pytest.approx(2 / 3)  # by, from of by, from, when
+    assert oracle["Redundant Questions"] == 0
+    # Pairs whose truths differ: `to` in round 5; `to` and `class` in round 6.
+    assert oracle["Perspective Pairs"] == 3
+
+    _, blind = await play(HANDOVER, OneListenerAnswerer(), tmp_path / "one-listener")
+    # Wrong on the agent's side of each of the 3 pairs; 20 + 30 probes; 27 gold yes.
+    assert blind["Perspective Accuracy"] == 0
+    assert blind["Accuracy"] == pytest.approx(47 / 50)
+    expected_kappa = kappa(gold_yes=27, predicted_yes=30, right=47, total=50)
+    assert blind["Kappa"] == pytest.approx(expected_kappa)
+    assert blind["Main Score"] == pytest.approx(200 * expected_kappa / (1 + expected_kappa))
+    assert blind["First Listener Accuracy"] == pytest.approx(32 / 35)
+    assert blind["Second Listener Accuracy"] == 1
+
+
+async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
+    interactions, oracle = await play(LATE_JOINER, OracleAnswerer(), tmp_path / "oracle")
+    order = LATE_JOINER.request_order
+    # The colleague joins after turn 2 and hears turns 3 to 5 only.
+    expected = [{AGENT: set(order[:t])} for t in range(3)] + [
+        {AGENT: set(order[:t]), COLLEAGUE: set(order[2:t])} for t in range(3, 6)
+    ]
+    assert truth(interactions) == expected
+    assert oracle["Main Score"] == 100 and oracle["Perspective Pairs"] == 6
+    assert "Transfer Completeness" not in oracle  # no note in a late join
+
+    _, blind = await play(LATE_JOINER, OneListenerAnswerer(), tmp_path / "one-listener")
+    # It says yes to the two slots said before the join for the colleague, in rounds 3 to 5.
+    assert blind["Perspective Accuracy"] == 0
+    assert blind["Second Listener Accuracy"] == pytest.approx(9 / 15)
+    assert blind["First Listener Accuracy"] == 1
+    expected_kappa = kappa(gold_yes=21, predicted_yes=27, right=39, total=45)
+    assert blind["Kappa"] == pytest.approx(expected_kappa)
+
+
+@pytest.mark.parametrize("reply", ["yes", "no"])
+async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str) -> None:
+    for instance in (HANDOVER, LATE_JOINER):
+        _, scores = await play(instance, ConstantAnswerer(reply), tmp_path / instance.experiment)
+        assert scores["Kappa"] == 0 and scores["Main Score"] == 0
+        assert scores["Perspective Accuracy"] == 0
+
+
+def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> None:
+    """All 40 two-listener episodes, through the command line."""
+    names = ["oracle", "one-listener", "always-yes", "always-no"]
+    experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
+    assert len(experiments) == 4
+    argv = ["run", "--results-dir", str(tmp_path)]
+    argv += [arg for name in experiments for arg in ("--experiment", name)]
+    argv += [arg for name in names for arg in ("--model", name)]
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    quality = {row["model"].split("-t0.0")[0]: row["quality_score"] for row in results["models"]}
+    assert quality["oracle"] == 100
+    assert quality["always-yes"] == quality["always-no"] == 0
+    assert 50 < quality["one-listener"] < 95  # clearly lower than the oracle
+    for row in results["listeners"]:
+        model = row["model"].split("-t0.0")[0]
+        if model == "oracle":
+            assert row["perspective_accuracy"] == 1
+        else:
+            assert row["perspective_accuracy"] == 0
+        if "handover" in row["experiment"]:
+            assert 0 < row["transfer_completeness"] < 1  # a seeded part of what was said
+        else:
+            assert math.isnan(row["transfer_completeness"])
+
+
+def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: Path) -> None:
+    assert main(["run", "--experiment", "travel-booking", "--model", "oracle",
+                 "--results-dir", str(tmp_path)]) == 0  # fmt: skip
+    folder = next(tmp_path.glob("*/privateshared/*travel-booking/episode_0"))
+    text = (folder / "interactions.json").read_text()
+    assert "listener" not in text and "arrival" not in text
+    assert "audience" not in (folder / "instance.json").read_text()
+    assert "listeners" not in json.loads((tmp_path / "results.json").read_text())
