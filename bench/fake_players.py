@@ -20,6 +20,7 @@ from privateshared.domains.instances import (
     default_instances_path,
     playable_instances,
     read_instances,
+    two_listener_instances_path,
 )
 from privateshared.domains.loader import load_domains
 
@@ -33,6 +34,7 @@ ReplyFunction = Callable[[list[dict[str, Any]]], "str | dict[str, Any]"]
 ANSWER = "ANSWER:"
 ASIDE = "ASIDE:"
 PROBE = "ME:"
+PRESENT = "[Present: "
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -77,27 +79,43 @@ def reply_as(instance: GameInstance, messages: list[dict[str, Any]]) -> str:
     if last[1].startswith(PROBE):
         # Round k follows the k-th answer; the first assistant message is the pseudo "Ok.".
         round_index = sum(role == "assistant" for role, _ in earlier) - 1
-        slot = probed_slot(instance, round_index, last[1])
-        known = _is_known(instance, slot, earlier)
+        listener, slot = probed(instance, round_index, last[1])
+        known = _is_known(instance, slot, earlier, listener)
         return f"{ASIDE} {'yes' if known else 'no'}"
-    return f"{ANSWER} {instance.slots[asked_slot(instance, last[1])]}."
+    # With two listeners a question comes after lines saying who is present: it is the last.
+    return f"{ANSWER} {instance.slots[asked_slot(instance, last[1].splitlines()[-1])]}."
+
+
+def probed(instance: GameInstance, round_index: int, probe: str) -> tuple[str, str]:
+    """The listener and slot whose probe text of this round occurs in the probe message."""
+    if round_index < 0:
+        raise LookupError(f"no probing round {round_index} in this instance")
+    # A dialogue longer than n questions reuses the last round's texts, as the game master does.
+    k = min(round_index, len(instance.probes) - 1)
+    texts = [(instance.tag, instance.probes[k])]
+    audience = instance.audience
+    if audience is not None and k > audience.after_turn:
+        texts.append((audience.listener, audience.probes[k - audience.after_turn - 1]))
+    found = [(tag, slot) for tag, about in texts for slot, text in about.items() if text in probe]
+    if len(found) != 1:
+        raise LookupError(f"probe matches {found} of round {k}: {probe!r}")
+    return found[0]
 
 
 def probed_slot(instance: GameInstance, round_index: int, probe: str) -> str:
     """The slot whose probe text of this round occurs in the probe message."""
-    if not 0 <= round_index < len(instance.probes):
-        raise LookupError(f"no probing round {round_index} in this instance")
-    slots = [slot for slot, text in instance.probes[round_index].items() if text in probe]
-    if len(slots) != 1:
-        raise LookupError(f"probe matches slots {slots} of round {round_index}: {probe!r}")
-    return slots[0]
+    return probed(instance, round_index, probe)[1]
+
+
+def _tags(instance: GameInstance) -> list[str]:
+    return [instance.tag] + ([instance.audience.listener] if instance.audience else [])
 
 
 def asked_slot(instance: GameInstance, question: str) -> str:
     """The slot a question asks for: the instance's own request for it, or, from another
     questioner, a question that names the slot (the longest name that fits)."""
     for slot, request in instance.requests.items():
-        if question == f"{instance.tag}: {request}":
+        if any(question == f"{tag}: {request}" for tag in _tags(instance)):
             return slot
     # Whole words only: slot `a` of letter-number is not named by "about".
     named = [
@@ -109,21 +127,39 @@ def asked_slot(instance: GameInstance, question: str) -> str:
     raise LookupError(f"not a question of this instance: {question!r}")
 
 
-def _is_known(instance: GameInstance, slot: str, earlier: list[tuple[Any, str]]) -> bool:
-    """Whether the questioner asked for `slot`, or heard its value, in the earlier messages."""
-    question = f"{instance.tag}: {instance.requests[slot]}"
+def _is_known(
+    instance: GameInstance, slot: str, earlier: list[tuple[Any, str]], listener: str
+) -> bool:
+    """Whether `listener` heard `slot` asked for, or its value given, in the earlier messages:
+    while present (the questioner alone is, until a `[Present: ...]` line says otherwise), or in
+    a note `<TAG> to <listener>: ...`. A question from another questioner names the slot."""
     value = instance.slots[slot].lower()
-    return any(
-        (role == "user" and text == question) or (role == "assistant" and value in text.lower())
-        for role, text in earlier
-    )
+    present = [instance.tag]
+    for role, text in earlier:
+        if role == "user":
+            lines = text.splitlines() or [""]
+            for line in lines:
+                if line.startswith(PRESENT):
+                    present = line.removeprefix(PRESENT).rstrip("]").split(", ")
+                elif line.startswith(f"{instance.tag} to {listener}:") and value in line.lower():
+                    return True
+            if listener in present:
+                with contextlib.suppress(LookupError):
+                    if asked_slot(instance, lines[-1]) == slot:
+                        return True
+        elif role == "assistant" and listener in present and value in text.lower():
+            return True
+    return False
 
 
 def default_answerer(instances: Path | None = None, resources: Path | None = None) -> ReplyFunction:
-    """A perfect answerer for every instance of an instances file (default: the shipped one;
-    clembench's with `resources`, its texts)."""
-    file = read_instances(instances or default_instances_path())
-    playable = playable_instances(file, load_domains(), resources)
+    """A perfect answerer for every instance of an instances file (default: the shipped ones,
+    classic and two-listener; clembench's with `resources`, its texts)."""
+    paths = [instances] if instances else [default_instances_path(), two_listener_instances_path()]
+    playable = [
+        item for path in paths
+        for item in playable_instances(read_instances(path), load_domains(), resources)
+    ]  # fmt: skip
     return answerer_for(*(instance for _, _, instances in playable for instance in instances))
 
 
@@ -154,7 +190,19 @@ def perfect_questioner(messages: list[dict[str, Any]]) -> dict[str, Any]:
         slot, call_id = asked[-1]
         answer = results.get(call_id, "").removeprefix("Answer:").strip().rstrip(".")
         calls.append({"name": "record", "arguments": {"slot": slot, "value": answer}})
-    remaining = [slot for slot in slots if slot not in {slot for slot, _ in asked}]
+    last = _text(messages[-1]) if messages[-1].get("role") == "user" else ""
+    if "hand the conversation over" in last:  # leaving: it records, and asks nothing more
+        return {"content": "", "tool_calls": calls}
+    # Taking over: the note, "SLOT: value; SLOT: value.", gives what need not be asked again.
+    noted = {}
+    if not asked and len(messages) > 1 and "saying to you:" in _text(messages[1]):
+        for slot in slots:
+            found = re.search(rf"\b{re.escape(slot.upper())}: ([^;\"]+?)[;.]", _text(messages[1]))
+            if found:
+                noted[slot] = found.group(1)
+                calls.append({"name": "record", "arguments": {"slot": slot, "value": noted[slot]}})
+    asked_or_noted = {slot for slot, _ in asked} | recorded | set(noted)
+    remaining = [slot for slot in slots if slot not in asked_or_noted]
     if remaining:
         question = f"Could you tell me about your {remaining[0]}?"
         calls.append({"name": "ask", "arguments": {"slot": remaining[0], "question": question}})

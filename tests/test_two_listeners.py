@@ -16,6 +16,7 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,8 @@ from privateshared.agents.baselines import (
 )
 from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.fake_players import default_players
 from privateshared.domains.instances import (
     GameInstance,
     default_instance,
@@ -190,3 +193,55 @@ def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: 
     assert "listener" not in text and "arrival" not in text
     assert "audience" not in (folder / "instance.json").read_text()
     assert "listeners" not in json.loads((tmp_path / "results.json").read_text())
+
+
+@pytest.mark.parametrize("forgetful", [False, True])
+def test_model_questioner_hands_over_what_it_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgetful: bool
+) -> None:
+    """Both roles through the fake endpoint: a perfect answerer and a model questioner whose
+    note is exactly what it recorded. A questioner that never records before the handover
+    hands over an empty note, and its colleague asks for everything again."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-two-listeners")
+    players = default_players()
+
+    def reply(messages: list[dict[str, Any]]) -> str | dict[str, Any]:
+        move = players(messages)
+        if forgetful and isinstance(move, dict) and "saying to you" not in str(messages[1]):
+            # The first questioner never writes anything down.
+            move = {**move, "tool_calls": [c for c in move["tool_calls"] if c["name"] != "record"]}
+        return move
+
+    with FakeOpenAI(reply) as server:
+        code = main(["run", "--model", "fake-model", "--questioner", "fake-model", "--base-url",
+                     server.base_url, "--experiment", "travel-booking-handover",
+                     "--experiment", "travel-booking-late-joiner",
+                     "--results-dir", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    folders = sorted(tmp_path.glob("*/privateshared/*-handover/episode_*"))
+    assert len(folders) == 10
+    for folder in folders:
+        instance = default_instance("travel-booking-handover", int(folder.name.split("_")[1]))
+        assert instance.audience is not None
+        k = instance.audience.after_turn
+        scores = json.loads((folder / "scores.json").read_text())["episode scores"]
+        assert scores["Main Score"] == 100
+        perspective = scores["Perspective Accuracy"]
+        assert perspective == 1 or (math.isnan(perspective) and scores["Perspective Pairs"] == 0)
+        events = [e["action"] for turn in json.loads((folder / "interactions.json").read_text())
+                  ["turns"] for e in turn]  # fmt: skip
+        note = next(a for a in events if a["type"] == "note")
+        asks = [a for a in events if a["type"] == "tool call" and a["name"] == "ask" and a["valid"]]
+        second = [a["arguments"]["slot"] for a in asks if a["questioner"] == COLLEAGUE]
+        # The fake questioner asks in the order its instructions list the slots.
+        order = list(instance.slots)
+        if forgetful:
+            assert note["values"] == {} and note["carried"] == []
+            assert scores["Transfer Completeness"] == 0
+            assert second == order  # everything again, nothing redundant
+        else:
+            assert sorted(note["carried"]) == sorted(order[:k])
+            assert scores["Transfer Completeness"] == 1
+            assert second == order[k:]
+        assert scores["Redundant Questions"] == 0
+    assert len(list(tmp_path.glob("*/privateshared/*-late-joiner/episode_*/scores.json"))) == 10
