@@ -123,25 +123,44 @@ def _turn_of_reply(event: Event) -> int | None:
     return _Reply.model_validate(extra).turn
 
 
-def questioner_turns(interactions: Interactions) -> list[QuestionerTurn]:
-    """The questioner's turns in the records, in order; empty for clembench's records."""
-    revealed: set[str] = set()
-    turns: dict[int, tuple[frozenset[str], list[CheckedCall]]] = {}
+def questioner_turns(interactions: Interactions) -> dict[str | None, list[QuestionerTurn]]:
+    """Each questioner's turns in the records, in order; empty for clembench's records.
+
+    One questioner (None) in the classic game; with two listeners they are named by tag, and
+    after a handover the second questioner has heard only the note and the answers since."""
+    current: str | None = None
+    heard: dict[str | None, set[str]] = {}
+    turns: dict[tuple[str | None, int], tuple[frozenset[str], list[CheckedCall]]] = {}
     for event in (event for events in interactions.turns for event in events):
         action = event.action
         extra = action.model_extra or {}
         if action.type == "metadata" and "revealed" in extra:
-            revealed.update(_Revealed.model_validate(extra).revealed)
+            heard.setdefault(current, set()).update(_Revealed.model_validate(extra).revealed)
+        elif action.type == "note":
+            current = str(extra.get("to"))
+            heard[current] = {str(slot) for slot in extra.get("carried") or []}
         elif (turn := _turn_of_reply(event)) is not None:
             # revealed(t) is what was heard before the turn's first reply
-            turns.setdefault(turn, (frozenset(revealed), []))
+            asker = _questioner(extra)
+            if current is None:  # the first questioner hears until a note names the next
+                current = asker
+            turns.setdefault((asker, turn), (frozenset(heard.get(asker, set())), []))
         elif action.type == TOOL_CALL:
             call = _ToolCallEvent.model_validate(action.model_dump())
-            turns.setdefault(call.turn, (frozenset(revealed), []))[1].append(call.checked())
-    return [
-        QuestionerTurn(turn=turn, revealed=revealed_then, calls=tuple(calls))
-        for turn, (revealed_then, calls) in turns.items()
-    ]
+            asker = _questioner(extra)
+            entry = turns.setdefault((asker, call.turn), (frozenset(heard.get(asker, set())), []))
+            entry[1].append(call.checked())
+    by_questioner: dict[str | None, list[QuestionerTurn]] = {}
+    for (asker, turn), (revealed_then, calls) in turns.items():
+        by_questioner.setdefault(asker, []).append(
+            QuestionerTurn(turn=turn, revealed=revealed_then, calls=tuple(calls))
+        )
+    return by_questioner
+
+
+def _questioner(extra: Mapping[str, JsonValue]) -> str | None:
+    asker = extra.get("questioner")
+    return asker if isinstance(asker, str) else None
 
 
 def belief_after(belief: Mapping[str, bool], calls: Iterable[CheckedCall]) -> dict[str, bool]:
@@ -211,34 +230,50 @@ def turn_scores(turn: QuestionerTurn, belief: Mapping[str, bool]) -> dict[str, S
     }
 
 
+SECOND_QUESTIONER = "Second "
+"""Prefix of the second questioner's scores after a handover, e.g. `Second Questioner Slot
+Accuracy`; the unprefixed names are the first (or only) questioner's, as in the classic game."""
+
+
 def questioner_scores(interactions: Interactions) -> EpisodeScores | None:
     """The questioner's turn scores (keyed by probing round) and episode scores; None when the
     records hold no questioner turn made through functions (clembench's records).
 
     Aborted episodes are scored too: these scores measure the questioner, whoever broke a rule.
+    After a handover each questioner is scored on its own turns against what it heard, the
+    second one under prefixed names; the one who hands over has no task completion (NaN): its
+    part ends with the note, which Transfer Completeness scores.
     """
-    turns = questioner_turns(interactions)
-    if not turns:
+    by_questioner = questioner_turns(interactions)
+    if not by_questioner:
         return None
-    belief: dict[str, bool] = {}
     by_round: dict[str, dict[str, ScoreValue]] = {}
-    for turn in turns:
-        belief = belief_after(belief, turn.calls)
-        by_round[str(turn.turn - 1)] = turn_scores(turn, belief)
-    calls = [call for turn in turns for call in turn.calls]
-    violations = policy_violations(calls)
-    episode: dict[str, ScoreValue] = {
-        name: _mean_defined(scores[name] for scores in by_round.values()) for name in _RATES
-    }
-    episode |= {
-        QUESTIONER_POLICY_VIOLATIONS: violations,
-        QUESTIONER_CALL_VALIDITY: call_validity(calls),
+    episode: dict[str, ScoreValue] = {}
+    hands_over = len(by_questioner) > 1
+    for index, turns in enumerate(by_questioner.values()):
+        prefix = SECOND_QUESTIONER if index else ""
+        belief: dict[str, bool] = {}
+        for turn in turns:
+            belief = belief_after(belief, turn.calls)
+            scores = turn_scores(turn, belief)
+            by_round.setdefault(str(turn.turn - 1), {}).update(
+                {prefix + name: value for name, value in scores.items()}
+            )
+        calls = [call for turn in turns for call in turn.calls]
+        violations = policy_violations(calls)
+        rates = {
+            name: _mean_defined(by_round[str(turn.turn - 1)][prefix + name] for turn in turns)
+            for name in _RATES
+        }
         # realised_slots names every slot of the instance
-        QUESTIONER_TASK_COMPLETION: task_completion(
-            interactions.realised_slots, belief, violations
-        ),
-        QUESTIONS_ASKED: questions_asked(calls),
-    }
+        completion = task_completion(interactions.realised_slots, belief, violations)
+        rates |= {
+            QUESTIONER_POLICY_VIOLATIONS: violations,
+            QUESTIONER_CALL_VALIDITY: call_validity(calls),
+            QUESTIONER_TASK_COMPLETION: NAN if hands_over and index == 0 else completion,
+            QUESTIONS_ASKED: questions_asked(calls),
+        }
+        episode |= {prefix + name: value for name, value in rates.items()}
     judged = judgments(interactions)
     if judged:
         for question, score in judged.items():

@@ -304,7 +304,7 @@ async def test_hallucinating_questioner(instance: GameInstance, tmp_path: Path) 
         4: [[record("from", "Lisbon"), finish()]],  # corrects from; to stays wrong
     })  # fmt: skip
     interactions, scores = await play(instance, questioner, tmp_path)
-    assert [(turn.turn, set(turn.revealed)) for turn in questioner_turns(interactions)] == [
+    assert [(turn.turn, set(turn.revealed)) for turn in questioner_turns(interactions)[None]] == [
         (1, set()), (2, {"to"}), (3, {"to", "by"}), (4, {"to", "by", "from"}),
     ]  # fmt: skip
     assert turn_scores(scores) == {

@@ -244,4 +244,12 @@ def test_model_questioner_hands_over_what_it_recorded(
             assert scores["Transfer Completeness"] == 1
             assert second == order[k:]
         assert scores["Redundant Questions"] == 0
+        # Each questioner scored on its own turns against what it heard; the first hands over
+        # and has no task completion of its own.
+        assert math.isnan(scores["Questioner Task Completion"])
+        assert scores["Questioner Slot Accuracy"] == (0 if forgetful else 1)
+        assert scores["Questions Asked"] == k
+        assert scores["Second Questioner Slot Accuracy"] == 1
+        assert scores["Second Questioner Task Completion"] == 1
+        assert scores["Second Questions Asked"] == len(second)
     assert len(list(tmp_path.glob("*/privateshared/*-late-joiner/episode_*/scores.json"))) == 10
