@@ -130,9 +130,10 @@ def asked_slot(instance: GameInstance, question: str) -> str:
 def _is_known(
     instance: GameInstance, slot: str, earlier: list[tuple[Any, str]], listener: str
 ) -> bool:
-    """Whether `listener` heard `slot` asked for, or its value given, in the earlier messages:
-    while present (the questioner alone is, until a `[Present: ...]` line says otherwise), or in
-    a note `<TAG> to <listener>: ...`. A question from another questioner names the slot."""
+    """Whether `listener` heard the instance's own question for `slot`, or its value given, in
+    the earlier messages: while present (the questioner alone is, until a `[Present: ...]` line
+    says otherwise), or in a note `<TAG> to <listener>: ...`."""
+    questions = {f"{tag}: {instance.requests[slot]}" for tag in _tags(instance)}
     value = instance.slots[slot].lower()
     present = [instance.tag]
     for role, text in earlier:
@@ -143,10 +144,8 @@ def _is_known(
                     present = line.removeprefix(PRESENT).rstrip("]").split(", ")
                 elif line.startswith(f"{instance.tag} to {listener}:") and value in line.lower():
                     return True
-            if listener in present:
-                with contextlib.suppress(LookupError):
-                    if asked_slot(instance, lines[-1]) == slot:
-                        return True
+            if listener in present and lines[-1] in questions:
+                return True
         elif role == "assistant" and listener in present and value in text.lower():
             return True
     return False
