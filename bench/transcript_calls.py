@@ -156,6 +156,12 @@ def render_step(
         return _say_bubble(questioner, "", question_only), text
     attempt = event_extra(message).get("attempt")
     who = f" · try {attempt}" if isinstance(attempt, int) and attempt > 1 else ""
+    if event_extra(message).get("farewell"):  # its last turn before a handover: records only
+        who = " · hands over"
+        lines = "".join(_render_call(call) for call in calls) or (
+            '<li class="call"><span class="verdict">nothing recorded</span></li>'
+        )
+        return _say_bubble(questioner, who, f'<ul class="calls">{lines}</ul>'), None
     asks = [call for call in calls if call.valid and call.name == "ask"]
     question = (asks[0].text("question") or sent) if asks else None
     parts = [f'<div class="say question">{escape_text(question)}</div>'] if question else []

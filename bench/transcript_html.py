@@ -80,6 +80,9 @@ tr.early td, tr.early th { background: #fff4d6; }
 .banner.error { background: #fbefff; border-color: #8250df; }
 .banner.early { background: #fff4d6; border-color: #d4a72c; }
 .banner.unscored { background: #eaeef2; border-color: var(--muted); }
+.banner.audience { background: #ddf4ff; border-color: #0969da; }
+.present { font-size: 13px; font-weight: normal; color: var(--muted); }
+li.listener-group > .listener { font-weight: 600; margin: 8px 0 4px; }
 section.turn { margin: 26px 0 0; }
 section.turn h2 { font-size: 12px; font-weight: 600; color: var(--muted); text-transform: uppercase;
   letter-spacing: .06em; border-bottom: 1px solid var(--line); padding-bottom: 4px; }

@@ -35,6 +35,11 @@ from privateshared.bench.transcript_html import (
     format_score,
 )
 from privateshared.bench.transcript_probes import render_round
+from privateshared.graph.perspective import (
+    PERSPECTIVE_ACCURACY,
+    TRANSFER_COMPLETENESS,
+    listener_of,
+)
 from privateshared.graph.questioning import is_true_value
 from privateshared.graph.records import (
     ABORTED,
@@ -51,7 +56,10 @@ from privateshared.graph.records import (
     Interactions,
 )
 
-HEADER_SCORES = (MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, ABORTED)
+HEADER_SCORES = (MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, ABORTED,
+                 PERSPECTIVE_ACCURACY, TRANSFER_COMPLETENESS)  # fmt: skip
+AUDIENCE_EVENTS = {"arrival": "Arrives:", "departure": "Leaves:", "note": "Note, heard by all:"}
+PRESENT = "[Present: "
 PROBE_EVENTS = frozenset({"probe question", "probe answer", "parse", "metadata", "check"})
 # clembench logs an anticipated value as plain text: "Value for BACHELOR anticipated; ...".
 CLEMBENCH_EARLY = re.compile(r"Value for (.+?) anticipated", re.IGNORECASE)
@@ -133,6 +141,8 @@ def _dialogue_item(event: Event, players: Mapping[str, str], question: str | Non
         return f'<div class="row q"><div class="relay">sent as: {escape_text(content)}</div></div>'
     if kind == "metadata":
         return _metadata_item(event, _role_name(players, ANSWERER))
+    if kind in AUDIENCE_EVENTS:  # two listeners: who arrives, who leaves, the note
+        return _banner("audience", AUDIENCE_EVENTS[kind], content)
     if kind == "invalid format":
         return _banner("abort", "Aborted:", content.removeprefix("Abort: "))
     if kind == "error":
@@ -196,9 +206,12 @@ def _render_turn(
             if isinstance(revealed, Mapping) and set(revealed) == {asked_for}:
                 continue  # only the value asked for: the "value given" line says it
             parts.append(_dialogue_item(block[0], interactions.players, question))
+    present = _presence(events)
+    if present:
+        present = f' <span class="present">· present: {escape_text(present)}</span>'
     return (
-        f'<section class="turn"><h2>{escape_text(_turn_title(number, events))}</h2>{"".join(parts)}'
-        f"</section>"
+        f'<section class="turn"><h2>{escape_text(_turn_title(number, events))}{present}</h2>'
+        f"{''.join(parts)}</section>"
     )
 
 
@@ -209,6 +222,16 @@ def _sent_question(events: Sequence[Event]) -> str | None:
         if e.action.type == "send message" and (e.sender, e.to) == (GM, ANSWERER)
     ]  # fmt: skip
     return sent[0].split(": ", 1)[-1] if sent else None
+
+
+def _presence(events: Sequence[Event]) -> str:
+    """Who heard the turn, from the `[Present: ...]` line of its message (two listeners)."""
+    for event in events:
+        if event.action.type == "send message" and (event.sender, event.to) == (GM, ANSWERER):
+            for line in event_text(event.action.content).splitlines():
+                if line.startswith(PRESENT):
+                    return line.removeprefix(PRESENT).rstrip("]")
+    return ""
 
 
 def _turn_title(number: int, events: Sequence[Event]) -> str:
@@ -262,14 +285,24 @@ def _early_slots(interactions: Interactions) -> set[str]:
     return early
 
 
-def _shared_from(interactions: Interactions) -> dict[str, int]:
-    """Slot (upper-case) -> the first probing round in which it was shared."""
-    shared: dict[str, int] = {}
+def _shared_from(interactions: Interactions) -> dict[str, dict[str, int]]:
+    """Slot (upper-case) -> listener ("" in the classic game) -> the first probing round in
+    which the listener knew it."""
+    shared: dict[str, dict[str, int]] = {}
     for index, entries in enumerate(interactions.probes):
         for entry in entries:
             if entry.gt:
-                shared.setdefault(entry.target.upper(), index)
+                known = shared.setdefault(entry.target.upper(), {})
+                known.setdefault(listener_of(entry) or "", index)
     return shared
+
+
+def _when_shared(since: Mapping[str, int]) -> str:
+    if not since:
+        return "private in every probing round"
+    if list(since) == [""]:
+        return f"shared from round {since['']}"
+    return "; ".join(f"{listener} knows from round {k}" for listener, k in since.items())
 
 
 def _belief_cell(
@@ -301,8 +334,7 @@ def _render_slots(instance: Mapping[str, JsonValue] | None, interactions: Intera
     head = "<th>questioner recorded</th>" if recorded is not None else ""
     rows = [f'<tr class="head"><th></th><th>value</th><th>probes</th>{head}</tr>']
     for slot, value in values.items():
-        since = shared.get(slot.upper())
-        when = "private in every probing round" if since is None else f"shared from round {since}"
+        when = _when_shared(shared.get(slot.upper(), {}))
         tag = ' <span class="tag early">given early</span>' if slot.upper() in early else ""
         css = ' class="early"' if tag else ""
         mind = ""

@@ -27,6 +27,8 @@ class _Try:
 
 @dataclass
 class _Probe:
+    listener: str = ""
+    """Whose knowledge it asks about, with two listeners; "" in the classic game."""
     slot: str = ""
     question: str = ""
     tries: list[_Try] = field(default_factory=list)
@@ -42,8 +44,11 @@ def _probe_step(probes: list[_Probe], event: Event) -> None:
     kind, content, extra = event.action.type, event_text(event.action.content), event_extra(event)
     current = probes[-1] if probes and not probes[-1].checked else None
     if kind == "probe question":
-        if current is None or ("slot" in extra and extra["slot"] != current.slot):
-            current = _Probe(slot=str(extra.get("slot", "")), question=content)
+        listener = str(extra.get("listener", ""))
+        if current is None or (
+            "slot" in extra and (extra["slot"], listener) != (current.slot, current.listener)
+        ):
+            current = _Probe(listener=listener, slot=str(extra.get("slot", "")), question=content)
             probes.append(current)
         current.tries.append(_Try(question=content))
     elif current is None or not current.tries:
@@ -73,16 +78,37 @@ def _complete_round(probes: list[_Probe], entries: Sequence[ProbeEntry]) -> list
     """Fill slot and truth from interactions.json's `probes`; add probes never asked."""
     for probe, entry in zip(probes, entries, strict=False):
         probe.slot = probe.slot or entry.target
+        probe.listener = probe.listener or _listener(entry)
         probe.gold = probe.gold or ("yes" if entry.gt else "no")
         if not probe.checked and probe.tries:  # the episode stopped before its check
             last = probe.tries[-1].parsed
             probe.answer = last if last in VALID_PROBE_ANSWERS else None
             probe.correct = probe.answer == probe.gold if probe.answer else None
     unasked = [
-        _Probe(slot=entry.target, question=entry.question, gold="yes" if entry.gt else "no")
+        _Probe(listener=_listener(entry), slot=entry.target, question=entry.question,
+               gold="yes" if entry.gt else "no")
         for entry in entries[len(probes) :]
-    ]
+    ]  # fmt: skip
     return [*probes, *unasked]
+
+
+def _listener(entry: ProbeEntry) -> str:
+    listener = (entry.model_extra or {}).get("listener")
+    return listener if isinstance(listener, str) else ""
+
+
+def _render_probes(probes: Sequence[_Probe]) -> str:
+    """The probes in the order asked; with two listeners, grouped by whom they ask about."""
+    listeners = list(dict.fromkeys(probe.listener for probe in probes))
+    if listeners == [""]:
+        return "".join(_render_probe(probe) for probe in probes)
+    groups = (
+        f'<li class="listener-group"><div class="listener">Does {escape_text(listener)} '
+        f'know it?</div><ol class="probes">'
+        f"{''.join(_render_probe(p) for p in probes if p.listener == listener)}</ol></li>"
+        for listener in listeners
+    )
+    return "".join(groups)
 
 
 def _render_try(number: int, attempt: _Try, first_question: str) -> str:
@@ -140,5 +166,5 @@ def render_round(index: int, events: Sequence[Event], entries: Sequence[ProbeEnt
     return (
         f'<details class="round {quality}"><summary>Probing round {index}: '
         f'<span class="count">{count}</span>{extra}</summary>'
-        f'<ol class="probes">{"".join(_render_probe(probe) for probe in probes)}</ol></details>'
+        f'<ol class="probes">{_render_probes(probes)}</ol></details>'
     )

@@ -315,7 +315,7 @@ async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> di
         )
         belief = move.belief
         steps.append(QuestionerStep(turn=turn, attempt=attempt, reply=reply, calls=move.calls,
-                                    questioner=asker))  # fmt: skip
+                                    questioner=asker, farewell=leaving))  # fmt: skip
         if move.question is not None or move.finished:
             break
     update: dict[str, object] = {"questioner_steps": steps, "belief": belief}

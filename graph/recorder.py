@@ -18,7 +18,8 @@ as clembench's privateshared does:
 - `end`: the episode is over.
 
 With two listeners (domains/audience.py) every probe event and `check` also names its
-`listener`, a questioner's `get message` and `tool call` events name the `questioner`, and the
+`listener`, a questioner's `get message` and `tool call` events name the `questioner` (and carry
+`farewell` on the leaving questioner's last turn before a handover), and the
 audience's changes are logged: `arrival` and `departure` (extra key `listener`) and `note` (extra
 keys `from`, `to`, `values` as recorded, `carried`: the slots whose true value it gives).
 
@@ -160,6 +161,8 @@ def _log_questioner_step(log: _Log, step: QuestionerStep) -> None:
     where: dict[str, JsonValue] = {"turn": step.turn, "attempt": step.attempt}
     if step.questioner is not None:
         where["questioner"] = step.questioner
+    if step.farewell:
+        where["farewell"] = True
     log.event(QUESTIONER, GM, "get message", reply.text, at=reply.received_at, call=reply,
               extra=where)  # fmt: skip
     for record in step.calls:

@@ -123,6 +123,8 @@ class QuestionerStep(BaseModel):
     calls: tuple[ToolCallRecord, ...]
     questioner: str | None = None
     """Who asks (a listener tag) when a handover brings a second questioner; None otherwise."""
+    farewell: bool = False
+    """The leaving questioner's last step before a handover: it may only record."""
 
 
 class Judgment(BaseModel):

@@ -12,6 +12,7 @@ Theory, for an answerer that gives every value when asked and the programmatic q
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from fractions import Fraction
@@ -29,6 +30,7 @@ from privateshared.bench.cli import main
 from privateshared.bench.episodes import play_episode, save_episode
 from privateshared.bench.fake_endpoint import FakeOpenAI
 from privateshared.bench.fake_players import default_players
+from privateshared.bench.transcript_page import render_transcript
 from privateshared.domains.instances import (
     GameInstance,
     default_instance,
@@ -119,6 +121,17 @@ async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> Non
     assert oracle["Redundant Questions"] == 0
     # Pairs whose truths differ: `to` in round 5; `to` and `class` in round 6.
     assert oracle["Perspective Pairs"] == 3
+
+    page = render_transcript(interactions, None, None, HANDOVER.model_dump(mode="json"))
+    # Who was present at each turn, the note, and each round's probes grouped by listener.
+    assert page.count("· present: TRAVEL-AGENT</span>") == 3
+    assert page.count("· present: COLLEAGUE</span>") == 3
+    assert f"Note, heard by all:</strong> {html.escape(str(note.content))}" in page
+    assert "Leaves:</strong> TRAVEL-AGENT leaves the conversation." in page
+    assert "hands over" in page
+    assert page.count("Does COLLEAGUE know it?") == 3
+    assert page.count("Does TRAVEL-AGENT know it?") == 7
+    assert "TRAVEL-AGENT knows from round 3; COLLEAGUE knows from round 4" in page  # `when`
 
     _, blind = await play(HANDOVER, OneListenerAnswerer(), tmp_path / "one-listener")
     # Wrong on the agent's side of each of the 3 pairs; 20 + 30 probes; 27 gold yes.
