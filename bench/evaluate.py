@@ -85,6 +85,8 @@ class EpisodeRecord(BaseModel):
     """The episode scores of scores.json, in file order; None when errored or unscored."""
     round_accuracy: dict[int, float] = {}
     """Accuracy of each probing round in the turn scores, by round; empty when not scored."""
+    listener_round_accuracy: dict[str, dict[int, float]] = {}
+    """Two listeners only: `1st` / `2nd` listener -> its accuracy in each probing round."""
     turn_slot_accuracy: dict[int, float] = {}
     """Questioner Slot Accuracy of each questioner turn where it is defined, by turn (1 prepares
     the first question); empty without questioner scores."""
@@ -267,6 +269,9 @@ class Evaluation(BaseModel):
     listeners: tuple[ListenerAggregate, ...] = ()
     """The two-listener experiments' own scores, per model and experiment; none for a classic
     run, whose results.json then keeps its keys."""
+    rounds_by_listener: tuple[RoundAccuracy, ...] = ()
+    """Turn level, two listeners only: per model, experiment and listener (the experiment named
+    `<experiment>, 1st listener`)."""
 
 
 # Reading the records
@@ -326,6 +331,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
     status: EpisodeStatus = "unscored"
     scores: dict[str, ScoreValue] | None = None
     rounds: dict[int, float] = {}
+    listener_rounds: dict[str, dict[int, float]] = {}
     turns: dict[int, float] = {}
     error: CallFailure | None = None
     if scores_path.is_file():  # scores.json is written last: it marks a finished episode
@@ -338,6 +344,11 @@ def read_episode(folder: Path) -> EpisodeRecord:
             )
         status = "aborted" if scores[ABORTED] else "played"
         rounds = _by_round(scores_path, recorded, ACCURACY)
+        listener_rounds = {
+            which: by_round
+            for which, name in LISTENER_ROUND_SCORES.items()
+            if (by_round := _by_round(scores_path, recorded, name))
+        }
         # Questioner turn t is scored with probing round t - 1.
         turns = {
             k + 1: value
@@ -355,6 +366,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         status=status,
         scores=scores,
         round_accuracy=rounds,
+        listener_round_accuracy=listener_rounds,
         turn_slot_accuracy=turns,
         error=error,
         questioner=_questioner(folder.parent / "experiment.json"),
@@ -445,18 +457,34 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
     )
 
 
+LISTENER_ROUND_SCORES = {"1st": FIRST_LISTENER_ACCURACY, "2nd": SECOND_LISTENER_ACCURACY}
+"""Turn scores of the two-listener experiments, by the listener they are about."""
+
+
 def round_accuracy(
-    episodes: Sequence[EpisodeRecord], model: str, experiment: str | None
+    episodes: Sequence[EpisodeRecord],
+    model: str,
+    experiment: str | None,
+    listener: str | None = None,
 ) -> RoundAccuracy:
-    """Average each probing round's accuracy over the group's episodes that completed it."""
+    """Average each probing round's accuracy over the group's episodes that completed it; with
+    `listener` (1st or 2nd), the accuracy on that listener's probes, as `<experiment>, <listener>
+    listener`."""
     by_round: dict[int, list[float]] = {}
     for episode in episodes:
-        for probe_round, value in episode.round_accuracy.items():
+        accuracies = (
+            episode.round_accuracy
+            if listener is None
+            else episode.listener_round_accuracy.get(listener, {})
+        )
+        for probe_round, value in accuracies.items():
             by_round.setdefault(probe_round, []).append(value)
     rounds = tuple(
         RoundMean(probe_round=k, accuracy=mean(values), episodes=len(values))
         for k, values in sorted(by_round.items())
     )
+    if listener is not None:
+        experiment = f"{experiment}, {listener} listener"
     return RoundAccuracy(model=model, experiment=experiment, rounds=rounds)
 
 
@@ -514,6 +542,12 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
         questioner_by_experiment=tuple(
             questioner_by_turn(group, model, experiment)
             for (model, experiment), group in by_experiment.items()
+        ),
+        rounds_by_listener=tuple(
+            round_accuracy(group, model, experiment, listener)
+            for (model, experiment), group in by_experiment.items()
+            for listener in LISTENER_ROUND_SCORES
+            if any(listener in episode.listener_round_accuracy for episode in group)
         ),
         listeners=tuple(
             means

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from privateshared.bench.evaluate import Evaluation
+from privateshared.bench.evaluate import Evaluation, RoundAccuracy
 from privateshared.graph.recorder import write_text
 
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
@@ -34,10 +34,17 @@ COLUMNS = 3
 
 def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
     """Draw each model's mean accuracy per probing round, a panel per experiment, into an SVG
-    file; nothing if no model completed a round."""
+    file; nothing if no model completed a round. A two-listener experiment gets a panel per
+    listener instead: what one listener knows is not what the other does."""
     panels: Panels = {}
-    for line in evaluation.rounds_by_experiment:
-        if line.rounds and line.experiment is not None:
+    by_listener: dict[tuple[str, str | None], list[RoundAccuracy]] = {}
+    for line in evaluation.rounds_by_listener:
+        experiment = (line.experiment or "").rsplit(", ", 1)[0]
+        by_listener.setdefault((line.model, experiment), []).append(line)
+    for whole in evaluation.rounds_by_experiment:
+        for line in by_listener.get((whole.model, whole.experiment), [whole]):
+            if not line.rounds or line.experiment is None:
+                continue
             panels.setdefault(line.experiment, {})[line.model] = (
                 [m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds],
             )  # fmt: skip

@@ -15,6 +15,7 @@ import io
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -303,8 +304,11 @@ def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
         "results.csv": results_csv(evaluation.episodes),
     }
     written = [results_dir / "results.json"]
-    # A classic run's results.json keeps clembench-era keys only.
-    leave_out = set() if evaluation.listeners else {"listeners"}
+    # A classic run's results.json keeps the keys it always had.
+    leave_out: dict[str, Any] = {}
+    if not evaluation.listeners:
+        leave_out = {"listeners": True, "rounds_by_listener": True,
+                     "episodes": {"__all__": {"listener_round_accuracy"}}}  # fmt: skip
     write_json(written[0], evaluation.model_dump(mode="python", exclude=leave_out))
     for name, text in texts.items():
         write_text(results_dir / name, text)

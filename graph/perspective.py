@@ -104,6 +104,22 @@ def _handover_scores(interactions: Interactions) -> dict[str, ScoreValue]:
     return {TRANSFER_COMPLETENESS: completeness, REDUNDANT_QUESTIONS: redundant}
 
 
+def listener_round_scores(interactions: Interactions) -> dict[int, dict[str, ScoreValue]]:
+    """Per probing round scored, the accuracy of each listener probed in it (turn scores);
+    empty for a classic episode."""
+    rounds: dict[int, dict[str, ScoreValue]] = {}
+    for k, probes in enumerate(interactions.probes[: interactions.played_probe_rounds]):
+        listeners = [listener_of(entry) for entry in probes]
+        if not probes or listeners[0] is None:
+            return {}
+        first = listener_of(interactions.probes[0][0])
+        for name, mine in ((FIRST_LISTENER_ACCURACY, True), (SECOND_LISTENER_ACCURACY, False)):
+            entries = [e for e in probes if (listener_of(e) == first) == mine]
+            if entries:
+                rounds.setdefault(k, {})[name] = _rates(entries)[0]
+    return rounds
+
+
 def listener_scores(interactions: Interactions) -> dict[str, ScoreValue] | None:
     """The two-listener episode scores; None for a classic episode, whose scores stay
     clembench's. Over the probing rounds scored, as the classic scores; NaN when aborted."""

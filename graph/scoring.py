@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from privateshared.graph.agreement import accuracy, kappa
 from privateshared.graph.context import GameContext, game_context
-from privateshared.graph.perspective import listener_scores
+from privateshared.graph.perspective import listener_round_scores, listener_scores
 from privateshared.graph.questioner_metrics import questioner_scores
 from privateshared.graph.recorder import build_records, describe_players
 from privateshared.graph.records import (
@@ -123,6 +123,8 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
     episode[REQUEST_SUCCESS_RATIO] = ratio
     # Only episodes with two listeners have these: the classic ones keep clembench's scores.
     episode |= listener_scores(interactions) or {}
+    for k, scores in listener_round_scores(interactions).items():
+        turn_scores[str(k)].update(scores)
     # Only a questioner acting through functions has these: clembench's records stay as scored.
     questioner = questioner_scores(interactions)
     if questioner is not None:

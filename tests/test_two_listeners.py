@@ -196,6 +196,26 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
             assert 0 < row["transfer_completeness"] < 1  # a seeded part of what was said
         else:
             assert math.isnan(row["transfer_completeness"])
+    # Accuracy per round, split by listener: the oracle is right about both in every round;
+    # one-listener is always right about the questioner in a late join, not about the joiner.
+    rounds = {(row["model"].split("-t0.0")[0], row["experiment"]): row["rounds"]
+              for row in results["rounds_by_listener"]}  # fmt: skip
+    assert len(rounds) == 4 * 4 * 2
+    for (model, experiment), by_round in rounds.items():
+        accuracies = [r["accuracy"] for r in by_round]
+        if model == "oracle":
+            assert accuracies and set(accuracies) == {1.0}
+        if model == "one-listener" and experiment.endswith("late-joiner, 1st listener"):
+            assert set(accuracies) == {1.0}
+        if model == "one-listener" and experiment.endswith("late-joiner, 2nd listener"):
+            assert min(accuracies) < 1
+        if experiment.endswith("2nd listener"):
+            assert by_round[0]["probe_round"] >= 2  # the second listener comes after turn 1
+    plot = (tmp_path / "accuracy_by_round.svg").read_text()
+    assert "travel-booking-handover, 2nd listener" in plot
+    assert ">travel-booking-handover<" not in plot  # its panels are the listeners'
+    assert "Second Listener Accuracy" in json.loads(next(tmp_path.glob(
+        "oracle*/privateshared/*handover/episode_0/scores.json")).read_text())["turn scores"]["4"]
 
 
 def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: Path) -> None:
@@ -205,7 +225,9 @@ def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: 
     text = (folder / "interactions.json").read_text()
     assert "listener" not in text and "arrival" not in text
     assert "audience" not in (folder / "instance.json").read_text()
-    assert "listeners" not in json.loads((tmp_path / "results.json").read_text())
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert "listeners" not in results and "rounds_by_listener" not in results
+    assert all("listener_round_accuracy" not in episode for episode in results["episodes"])
 
 
 @pytest.mark.parametrize("forgetful", [False, True])
