@@ -10,13 +10,14 @@ from privateshared.graph.listeners import hands_over_at
 from privateshared.graph.questioning import has_finished, question_limit
 from privateshared.graph.state import EpisodeState
 
-End = Literal["__end__"]
-"""A call that failed for good ends the episode unscored: there is nothing to score it on."""
+# Each router's return type is one flat Literal: LangGraph reads the edges Studio draws from it,
+# and a union of Literals reads as no edges at all. "__end__": a call that failed for good ends
+# the episode unscored, as there is nothing to score it on.
 
 
 def route_after_probe(
     state: EpisodeState,
-) -> Literal["ask_question", "change_audience", "judge_questions"] | End:
+) -> Literal["ask_question", "change_audience", "judge_questions", "__end__"]:
     """Give the questioner its next turn while the rules are kept and it has not finished: one
     question per slot and three more, then a last turn to record and finish. With two
     listeners, the audience changes after probing round k, before question k + 1."""
@@ -42,7 +43,7 @@ def route_after_probe(
 
 def route_after_question(
     state: EpisodeState,
-) -> Literal["answer_question", "change_audience", "judge_questions"] | End:
+) -> Literal["answer_question", "change_audience", "judge_questions", "__end__"]:
     """Pass a new question on; end when the questioner finished or made no valid move. After a
     leaving questioner's farewell turn, the second listener takes over."""
     if state.error is not None:
@@ -56,7 +57,9 @@ def route_after_question(
     return "judge_questions"
 
 
-def route_after_answer(state: EpisodeState) -> Literal["probe_round", "judge_questions"] | End:
+def route_after_answer(
+    state: EpisodeState,
+) -> Literal["probe_round", "judge_questions", "__end__"]:
     """Probe after every valid answer; a broken answer ends the episode."""
     if state.error is not None:
         return "__end__"

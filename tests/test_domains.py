@@ -143,3 +143,18 @@ async def test_a_new_domain_is_only_a_folder(tmp_path: Path) -> None:
     state = await play_episode(instances[1], GameContext(answerer="oracle"))
     assert state.instance is not None and state.instance.tag == "FERRY-AGENT"
     assert state.scores is not None and state.scores.episode_scores["Main Score"] == 100.0
+
+
+def test_second_listener_needs_probes_that_name_the_questioner(tmp_path: Path) -> None:
+    """A probe is turned to the second listener by its `the <questioner>`: one without it
+    cannot be, and says which probe and how to fix it."""
+    folder = broken_copy(
+        tmp_path, lambda d: d["slots"]["to"]["probes"].append("Is your destination known yet?")
+    )
+    with pytest.raises(DomainError) as error:
+        load_domain(folder)
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(str(folder / "domain.json"))
+    assert "lacks 'the travel agent'" in message and "remove second_listener" in message
+    colleague = load_domain(TRAVEL).second_listener_probe("Does the travel agent know it?")
+    assert colleague == "Does the colleague know it?"

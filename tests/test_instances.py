@@ -17,6 +17,7 @@ from privateshared.domains.instances import (
     generate_instances,
     playable_instances,
     read_instances,
+    two_listener_instances_path,
 )
 from privateshared.domains.loader import load_domains
 from tests.conftest import SHARED_RECORDS
@@ -147,3 +148,19 @@ def test_clembench_file_needs_its_texts(tmp_path: Path) -> None:
         "ME:  {question} Answer this question with yes or no and then stop.",
         "ME: Again. {question} Answer this question with yes or no and then stop.",
     )
+
+
+def test_two_listener_file_is_reproduced_byte_for_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    committed = two_listener_instances_path().read_bytes()
+    assert main(["instances", "--two-listeners", "--seed", str(DEFAULT_SEED)]) == 0
+    assert capsys.readouterr().out.encode() == committed
+    experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
+    assert experiments == ["job-interview-late-joiner", "job-interview-handover",
+                           "travel-booking-late-joiner", "travel-booking-handover"]  # fmt: skip
+    for experiment in read_instances(two_listener_instances_path()).experiments:
+        changes = [spec.audience for spec in experiment.game_instances]
+        assert len(changes) == 10 and all(change is not None for change in changes)
+        # The change comes at seeded turns, 1 to n - 2, not always the same one.
+        assert len({change.after_turn for change in changes if change}) > 1

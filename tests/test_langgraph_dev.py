@@ -274,6 +274,27 @@ def test_episodes_run_through_langgraph_dev(tmp_path: Path) -> None:
             slot: value.rstrip(".") for slot, value in swapped["instance"]["slots"].items()
         }
 
+        # A two-listener episode by name: the state says who heard each turn, and the change.
+        handover = _play(
+            url, log_path, {"experiment": "travel-booking-handover", "game_id": 2},
+            {"answerer": "oracle"},
+        )  # fmt: skip
+        present = [exchange["present"] for exchange in handover["dialogue"]]
+        assert present == [["TRAVEL-AGENT"]] * 4 + [["COLLEAGUE"]] * 3
+        assert handover["audience_change"]["kind"] == "handover"
+        assert handover["audience_change"]["carried"] == ["by", "from"]
+        episode_scores = _scores_part(handover["scores"], "episode scores", "episode_scores")
+        assert episode_scores["Main Score"] == 100.0
+        assert episode_scores["Perspective Accuracy"] == 1.0
+
+        # Studio draws the change of audience as a node of its own, between probing and asking.
+        with _http() as client:
+            drawn = client.get(f"{url}/assistants/{GRAPH_ID}/graph", timeout=RUN_TIMEOUT)
+        assert drawn.status_code == 200, drawn.text
+        edges = {(edge["source"], edge["target"]) for edge in drawn.json()["edges"]}
+        assert {("probe_round", "change_audience"), ("ask_question", "change_audience"),
+                ("change_audience", "ask_question")} <= edges  # fmt: skip
+
     # Errors outside the runs (loading the graph, its schemas, the server's own tasks) are only
     # logged; warnings are allowed (e.g. langgraph's UserWarning that `durability` has no effect
     # without a checkpointer, which every stateless run logs).

@@ -211,11 +211,22 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
             assert min(accuracies) < 1
         if experiment.endswith("2nd listener"):
             assert by_round[0]["probe_round"] >= 2  # the second listener comes after turn 1
+    # Scores come from the records alone: re-scoring them gives the same files, byte for byte.
+    paths = sorted(tmp_path.glob("*/privateshared/*/episode_*/scores.json"))
+    before = {path: path.read_bytes() for path in paths}
+    for path in paths:
+        path.unlink()
+    assert main(["score", str(tmp_path)]) == 0
+    assert {path: path.read_bytes() for path in paths} == before
     plot = (tmp_path / "accuracy_by_round.svg").read_text()
     assert "travel-booking-handover, 2nd listener" in plot
     assert ">travel-booking-handover<" not in plot  # its panels are the listeners'
-    assert "Second Listener Accuracy" in json.loads(next(tmp_path.glob(
-        "oracle*/privateshared/*handover/episode_0/scores.json")).read_text())["turn scores"]["4"]
+    assert (
+        "Second Listener Accuracy"
+        in json.loads(
+            next(tmp_path.glob("oracle*/privateshared/*handover/episode_0/scores.json")).read_text()
+        )["turn scores"]["4"]
+    )
 
 
 def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: Path) -> None:
@@ -234,8 +245,8 @@ def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: 
 def test_model_questioner_hands_over_what_it_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forgetful: bool
 ) -> None:
-    """Both roles through the fake endpoint: a perfect answerer and a model questioner whose
-    note is exactly what it recorded. A questioner that never records before the handover
+    """Every role through the fake endpoint: a perfect answerer, a judge, and a model questioner
+    whose note is exactly what it recorded. A questioner that never records before the handover
     hands over an empty note, and its colleague asks for everything again."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-two-listeners")
     players = default_players()
@@ -248,7 +259,8 @@ def test_model_questioner_hands_over_what_it_recorded(
         return move
 
     with FakeOpenAI(reply) as server:
-        code = main(["run", "--model", "fake-model", "--questioner", "fake-model", "--base-url",
+        code = main(["run", "--model", "fake-model", "--questioner", "fake-model",
+                     "--judge", "fake-model", "--base-url",
                      server.base_url, "--experiment", "travel-booking-handover",
                      "--experiment", "travel-booking-late-joiner",
                      "--results-dir", str(tmp_path)])  # fmt: skip
@@ -287,4 +299,5 @@ def test_model_questioner_hands_over_what_it_recorded(
         assert scores["Second Questioner Slot Accuracy"] == 1
         assert scores["Second Questioner Task Completion"] == 1
         assert scores["Second Questions Asked"] == len(second)
+        assert scores["Questioner Judge Score"] == 4  # every question of both rated
     assert len(list(tmp_path.glob("*/privateshared/*-late-joiner/episode_*/scores.json"))) == 10
