@@ -174,7 +174,7 @@ async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str)
 
 def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> None:
     """All 40 two-listener episodes, through the command line."""
-    names = ["oracle", "one-listener", "always-yes", "always-no"]
+    names = ["oracle", "one-listener", "always-yes", "always-no", "mock"]
     experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
     assert len(experiments) == 4
     argv = ["run", "--results-dir", str(tmp_path)]
@@ -186,11 +186,13 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     assert quality["oracle"] == 100
     assert quality["always-yes"] == quality["always-no"] == 0
     assert 50 < quality["one-listener"] < 95  # clearly lower than the oracle
+    mock = next(row for row in results["models"] if row["model"].startswith("mock"))
+    assert mock["played"] + mock["aborted"] == 40 and mock["aborted"] > 0  # it breaks the format
     for row in results["listeners"]:
         model = row["model"].split("-t0.0")[0]
         if model == "oracle":
             assert row["perspective_accuracy"] == 1
-        else:
+        elif model != "mock":
             assert row["perspective_accuracy"] == 0
         if "handover" in row["experiment"]:
             assert 0 < row["transfer_completeness"] < 1  # a seeded part of what was said
@@ -200,7 +202,7 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     # one-listener is always right about the questioner in a late join, not about the joiner.
     rounds = {(row["model"].split("-t0.0")[0], row["experiment"]): row["rounds"]
               for row in results["rounds_by_listener"]}  # fmt: skip
-    assert len(rounds) == 4 * 4 * 2
+    assert len(rounds) == 5 * 4 * 2
     for (model, experiment), by_round in rounds.items():
         accuracies = [r["accuracy"] for r in by_round]
         if model == "oracle":
