@@ -14,12 +14,15 @@ from privateshared.agents.baselines import (
     OneListenerAnswerer,
     OracleAnswerer,
 )
+from privateshared.agents.human import HumanPlayer
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
 PROGRAMMATIC_ANSWERERS = ("oracle", "one-listener", "always-yes", "always-no", "mock")
 """Answerers that need no model (`mock:SEED` picks the mock's seed)."""
 PROGRAMMATIC_QUESTIONERS = ("programmatic",)
+HUMAN = "human"
+"""A person in the seat, through LangGraph interrupts (agents/human.py)."""
 
 
 def is_programmatic_answerer(name: str) -> bool:
@@ -67,6 +70,8 @@ def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> 
     model (a name or a `ModelSpec`)."""
     if isinstance(spec, Player):
         return spec
+    if spec == HUMAN:
+        return HumanPlayer("answerer")
     if isinstance(spec, str) and is_programmatic_answerer(spec):
         return _programmatic_answerer(spec)
     if spec in PROGRAMMATIC_QUESTIONERS:
@@ -80,6 +85,8 @@ def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -
     plays through function calls."""
     if isinstance(spec, Player):
         return spec
+    if spec == HUMAN:
+        return HumanPlayer("questioner")
     if spec in PROGRAMMATIC_QUESTIONERS:
         return ProgrammaticQuestioner()
     if isinstance(spec, str) and is_programmatic_answerer(spec):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import random
 import sys
 import tempfile
 from collections import Counter
@@ -18,10 +19,13 @@ from pathlib import Path
 import httpx
 import openai
 
+from privateshared.agents.human import HumanPlayer
 from privateshared.agents.llm import (
+    ChatModelPlayer,
     PlayerConfigError,
 )
 from privateshared.agents.registry import (
+    HUMAN,
     PROGRAMMATIC_ANSWERERS,
 )
 from privateshared.agents.replay import ReplayError
@@ -30,11 +34,14 @@ from privateshared.bench.cast import (
     DEFAULT_MODELS,
     Cast,
     CastError,
+    Role,
     cast_players,
+    player,
 )
 from privateshared.bench.evaluate import Evaluation, ResultsError, collect, evaluate
-from privateshared.bench.layout import DEFAULT_RESULTS_DIR
+from privateshared.bench.layout import DEFAULT_RESULTS_DIR, episode_dir, pair_name
 from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
+from privateshared.bench.play import choose_instance, outcome, play_in_terminal, save_game
 from privateshared.bench.progress import ProgressBar
 from privateshared.bench.record_files import RecordsError
 from privateshared.bench.replay import (
@@ -76,7 +83,8 @@ from privateshared.domains.instances import (
     two_listener_instances_path,
 )
 from privateshared.domains.loader import DomainError, load_domains
-from privateshared.graph.recorder import write_text
+from privateshared.graph.context import GameContext
+from privateshared.graph.recorder import SCORES_FILE, write_text
 
 
 class UsageError(ValueError):
@@ -165,6 +173,29 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="probe one slot at a time and stop at the first failure, as clembench",
     )
+
+    play = commands.add_parser(
+        "play", help="play one episode yourself in the terminal, as answerer or questioner"
+    )
+    play.add_argument("--as", dest="seat", choices=("answerer", "questioner"), required=True)
+    play.add_argument("--experiment", metavar="NAME", help="an experiment (default: any)")
+    play.add_argument("--game-id", type=int, metavar="N", help="a game id (default: any)")
+    play.add_argument("--name", default=HUMAN, help="your name in the records (default: human)")
+    play.add_argument(
+        "--questioner", default="programmatic", metavar="NAME",
+        help="with --as answerer: who asks, programmatic (default) or a model at --base-url",
+    )  # fmt: skip
+    play.add_argument(
+        "--model", default="oracle", metavar="NAME",
+        help="with --as questioner: who answers, oracle (default), one-listener, mock, or a "
+        "model at --base-url",
+    )  # fmt: skip
+    play.add_argument("--base-url", help="OpenAI-compatible endpoint of a model partner")
+    play.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
+    play.add_argument("--temperature", type=float, default=0.0)
+    play.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
+    play.add_argument("--max-retries", type=int, default=3)
+    play.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
 
     score = commands.add_parser("score", help="re-score a results folder from its interactions")
     score.add_argument("results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR)
@@ -420,6 +451,55 @@ def _instances(args: argparse.Namespace) -> int:
     return 0
 
 
+def _play_yourself(args: argparse.Namespace) -> int:
+    """One episode with a person in a seat (bench/play.py), saved like any run's."""
+    person = HumanPlayer(args.seat, name=args.name)
+    partner_role: Role = "questioner" if args.seat == "answerer" else "answerer"
+    partner_name = args.questioner if args.seat == "answerer" else args.model
+    if partner_name == HUMAN:
+        raise UsageError("one seat is yours; name a program or a model for the other")
+    partner = player(args, partner_name, partner_role, {})
+    if partner is None:
+        raise UsageError(f"play does not start local models; serve {partner_name} (e.g. "
+                         "llama-server) and pass its name and --base-url")  # fmt: skip
+    answerer, questioner = (person, partner) if args.seat == "answerer" else (partner, person)
+    pair = pair_name(answerer, questioner)
+    try:
+        index, spec, instance = choose_instance(
+            _playable_everything(), args.experiment, args.game_id,
+            lambda i, name, game: (episode_dir(args.results_dir, pair, i, name, game)
+                                   / SCORES_FILE).is_file(),
+            random.Random(),
+        )  # fmt: skip
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    _writable(args.results_dir)
+    context = GameContext(answerer=answerer, questioner=questioner)
+    if isinstance(partner, ChatModelPlayer):
+        partner.check()  # one call, before the person starts
+    try:
+        state = asyncio.run(play_in_terminal(instance, context, args.seat, input, print))
+    except (KeyboardInterrupt, EOFError):
+        print("\nprivateshared: stopped; this episode was not saved, and the next `play` starts "
+              "a new one", file=sys.stderr)  # fmt: skip
+        return 130
+    folder = episode_dir(args.results_dir, pair, index, spec.name, instance.game_id)
+    replaced = (folder / SCORES_FILE).is_file()
+    save_game(args.results_dir, folder, spec, state, context)
+    print(f"\n{outcome(state)}")
+    print(f"records: {folder}{' (replacing your earlier game)' if replaced else ''}")
+    _report(args.results_dir)
+    return 0
+
+
+def _playable_everything() -> Playable:
+    """Every shipped experiment, classic and two-listener."""
+    playable = []
+    for path in (default_instances_path(), two_listener_instances_path()):
+        playable += playable_instances(read_instances(path), load_domains(), source=str(path))
+    return playable
+
+
 def _domains_check(args: argparse.Namespace) -> int:
     domains = load_domains(args.path)
     for name, domain in domains.items():
@@ -435,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {
         "run": _run, "score": _score, "eval": _eval, "transcribe": _transcribe,
         "replay": _replay, "instances": _instances, "domains": _domains_check,
+        "play": _play_yourself,
     }  # fmt: skip
     try:
         return handlers[args.command](args)

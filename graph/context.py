@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchem
 from pydantic.json_schema import SkipJsonSchema
 
 from privateshared.agents.base import Player
+from privateshared.agents.human import HumanPlayer
 from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
 
 MAX_TRIES = 5
@@ -42,7 +43,8 @@ Answerer = Annotated[
     WithJsonSchema(
         {
             **_PLAYER_SCHEMA,
-            "description": "oracle, mock, mock:SEED, a model name, or {model, base_url, ...}",
+            "description": "oracle, one-listener, mock, mock:SEED, human (a person, through "
+            "interrupts), a model name, or {model, base_url, ...}",
         }
     ),
 ]
@@ -50,7 +52,11 @@ Questioner = Annotated[
     Player,
     PlainValidator(resolve_questioner),
     WithJsonSchema(
-        {**_PLAYER_SCHEMA, "description": "programmatic, a model name, or {model, base_url, ...}"}
+        {
+            **_PLAYER_SCHEMA,
+            "description": "programmatic, human (a person, through interrupts), a model name, "
+            "or {model, base_url, ...}",
+        }
     ),
 ]
 
@@ -85,6 +91,12 @@ class GameContext(BaseModel):
     does; by default they are asked concurrently, since none enters the others' context."""
     clock: SkipJsonSchema[Callable[[], str]] = now_iso
     """Source of event timestamps."""
+
+    @property
+    def probes_one_by_one(self) -> bool:
+        """Whether a round's probes are asked one by one: when asked to, and always for a person,
+        who answers one question at a time."""
+        return self.sequential_probes or isinstance(self.answerer, HumanPlayer)
 
 
 def game_context(runtime: Runtime[GameContext]) -> GameContext:

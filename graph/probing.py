@@ -98,7 +98,7 @@ async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dic
 
     order = round_plan(instance, round_index)
     outcomes: list[tuple[Probe, CallFailure | None]] = []
-    if ctx.sequential_probes:
+    if ctx.probes_one_by_one:
         for planned in order:
             outcomes.append(await probe(planned))
             if outcomes[-1][0].answer is None:  # clembench stops probing at the first failure
