@@ -478,7 +478,7 @@ def _play_yourself(args: argparse.Namespace) -> int:
     if isinstance(partner, ChatModelPlayer):
         partner.check()  # one call, before the person starts
     try:
-        state = asyncio.run(play_in_terminal(instance, context, args.seat, input, print))
+        state = play_in_terminal(instance, context, args.seat, input, print)
     except (KeyboardInterrupt, EOFError):
         print("\nprivateshared: stopped; this episode was not saved, and the next `play` starts "
               "a new one", file=sys.stderr)  # fmt: skip

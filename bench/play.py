@@ -8,6 +8,7 @@ episode ends, so Ctrl-C leaves no records, and the next `play` starts a new epis
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, JsonValue
 
 from privateshared.agents.human import Seat, format_problem
+from privateshared.agents.llm import ChatModelPlayer
 from privateshared.bench.episodes import save_episode
 from privateshared.bench.layout import write_experiment_file
 from privateshared.bench.transcripts import TRANSCRIPT_FILE, transcript_page
@@ -119,26 +121,37 @@ def _checkpointer() -> InMemorySaver:
     return InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))
 
 
-async def play_in_terminal(
+def play_in_terminal(
     instance: GameInstance, context: GameContext, seat: Seat, read: Read, write: Write
 ) -> EpisodeState:
-    """Play one episode with the person in `seat`; return its final state (not yet saved)."""
+    """Play one episode with the person in `seat`; return its final state (not yet saved).
+
+    The person's replies are read between the graph's steps, outside the event loop, so that
+    Ctrl-C at the prompt stops at once (a loop waiting on the keyboard would not hear it)."""
     graph = build_graph(checkpointer=_checkpointer())
     config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
     write(introduction(seat, instance))
     start = EpisodeState(instance=instance, experiment=instance.experiment,
                          game_id=instance.game_id)  # fmt: skip
-    values = await graph.ainvoke(start, config, context=context)
-    while "__interrupt__" in values:
-        payload: dict[str, JsonValue] = values["__interrupt__"][0].value
-        write("")
-        write(show(payload))
-        reply = read_reply(seat, payload, read)
-        problem = format_problem(seat, str(payload.get("kind", "")), reply)
-        if problem:
-            write(f"  ! That breaks the format ({problem}); it counts as a failed try.")
-        values = await graph.ainvoke(Command(resume=reply), config, context=context)
-    return EpisodeState.model_validate(values)
+    loop = asyncio.new_event_loop()
+    try:
+        values = loop.run_until_complete(graph.ainvoke(start, config, context=context))
+        while "__interrupt__" in values:
+            payload: dict[str, JsonValue] = values["__interrupt__"][0].value
+            write("")
+            write(show(payload))
+            reply = read_reply(seat, payload, read)
+            problem = format_problem(seat, str(payload.get("kind", "")), reply)
+            if problem:
+                write(f"  ! That breaks the format ({problem}); it counts as a failed try.")
+            resume = graph.ainvoke(Command(resume=reply), config, context=context)
+            values = loop.run_until_complete(resume)
+        return EpisodeState.model_validate(values)
+    finally:
+        for player in (context.answerer, context.questioner):
+            if isinstance(player, ChatModelPlayer):
+                loop.run_until_complete(player.aclose())
+        loop.close()
 
 
 def choose_instance(
