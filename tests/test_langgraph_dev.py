@@ -31,6 +31,7 @@ import httpx
 
 from privateshared.bench.fake_endpoint import FakeOpenAI
 from privateshared.bench.fake_players import default_players
+from privateshared.domains.instances import default_instance
 
 REPO = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
@@ -304,3 +305,60 @@ def test_episodes_run_through_langgraph_dev(tmp_path: Path) -> None:
         if "[error" in line or line.startswith(("ERROR:", "CRITICAL:"))
     ]
     assert not errors, "errors in the server log:\n" + "\n".join(errors)
+
+
+def _wait(client: httpx.Client, url: str, thread: str, body: dict[str, Any]) -> Any:
+    """One run on `thread`, waited for: the thread's state, with `__interrupt__` while a person
+    is to reply."""
+    response = client.post(
+        f"{url}/threads/{thread}/runs/wait",
+        json={"assistant_id": GRAPH_ID, **body},
+        timeout=RUN_TIMEOUT,
+    )
+    assert response.status_code == 200, f"{response.status_code} {response.text}"
+    return response.json()
+
+
+def test_a_person_answers_through_studio_interrupts(tmp_path: Path) -> None:
+    """The human answerer over Studio's HTTP API: every turn an interrupt, read and resumed
+    with a scripted reply, one of them broken on purpose; the episode ends scored."""
+    instance = default_instance("travel-booking", 0)
+    log_path = tmp_path / "langgraph-dev.log"
+    context = {"answerer": "human"}
+    payloads: list[dict[str, Any]] = []
+    with _langgraph_dev(log_path) as url, _http() as client:
+        thread = client.post(f"{url}/threads", json={}, timeout=RUN_TIMEOUT).json()["thread_id"]
+        start = {"experiment": "travel-booking", "game_id": 0}
+        state = _wait(client, url, thread, {"input": start, "context": context})
+        asked: list[str] = []
+        while "__interrupt__" in state:
+            payload = state["__interrupt__"][0]["value"]
+            payloads.append(payload)
+            assert payload["private_values"] == instance.slots
+            if payload["kind"] == "question":
+                slot = next(s for s, r in instance.requests.items() if r in payload["message"])
+                asked.append(slot)
+                reply = f"ANSWER: {instance.slots[slot]}."
+            elif len(payloads) == 1:
+                reply = "No idea."  # broken on purpose: the probe is asked again
+            else:
+                probes = instance.probes[len(asked)].items()
+                slot = next(s for s, q in probes if q in payload["message"])
+                reply = f"ASIDE: {'yes' if slot in asked else 'no'}"
+            state = _wait(client, url, thread, {"command": {"resume": reply}, "context": context})
+    assert payloads[0]["side_question"] and payloads[0]["format"].startswith("one line: ASIDE:")
+    assert payloads[1]["try"] == 2 and "did not follow the format" in payloads[1]["message"]
+    questions = [p for p in payloads if p["kind"] == "question"]
+    assert [p["message"] for p in questions] == [
+        f"{instance.tag}: {instance.requests[slot]}" for slot in instance.request_order
+    ]
+    assert len(payloads) == 5 + 30 + 1  # answers, probes, one re-prompt
+    scores = _scores_part(state["scores"], "episode scores", "episode_scores")
+    # Every probe right at last and every value given: Main Score 100, one violated request.
+    assert scores["Main Score"] == 100.0 and scores["Violated Request Count"] == 1
+    assert state["dialogue"][1]["answer"]["raw"]["player"] == "human"
+    # The records the scores came from: requests.json keeps what the person saw and typed.
+    calls = state["records"]["calls"]
+    assert len(calls) == 36
+    assert calls[0]["manipulated_prompt_obj"] == payloads[0]
+    assert calls[0]["raw_response_obj"] == {"player": "human", "text": "No idea."}
