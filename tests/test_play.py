@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from privateshared.bench.cli import main
 from privateshared.domains.instances import default_instance
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
@@ -182,3 +183,21 @@ def test_ctrl_c_leaves_no_records_and_the_next_play_starts_anew(tmp_path: Path) 
     again.send("\x03")
     assert again.finish() == 130
     assert not list(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--as", "answerer", "--experiment", "nope"], "no instance nope; experiments: "),
+        (["--as", "questioner", "--model", "human"], "one seat is yours"),
+        (["--as", "answerer", "--game-id", "42"], "#42; experiments:"),
+        (["--as", "answerer", "--questioner", "smollm2"], "play does not start local models"),
+    ],
+)
+def test_bad_choices_get_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    assert main(["play", *arguments, "--results-dir", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error
+    assert not list(tmp_path.iterdir())
