@@ -94,6 +94,27 @@ class UsageError(ValueError):
 PLAYER_FAILURES = (openai.APIError, httpx.HTTPError, ReplayError, TimeoutError, ConnectionError)
 
 
+def _model_options(command: argparse.ArgumentParser) -> None:
+    """Where and how the models of a command are called."""
+    command.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
+    )
+    command.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (default: OPENAI_API_KEY)",
+    )
+    command.add_argument("--temperature", type=float, default=0.0)
+    command.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
+    command.add_argument(
+        "--max-retries",
+        type=int,
+        default=3,
+        help="retries of a failed model call, with backoff (default: 3)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="privateshared",
@@ -119,21 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "--judge", metavar="NAME",
         help="a model that rates every question of the questioner from 1 to 5 (off by default)",
     )  # fmt: skip
-    run.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    run.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="VAR",
-        help="environment variable holding the API key (default: OPENAI_API_KEY)",
-    )
-    run.add_argument("--temperature", type=float, default=0.0)
-    run.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
-    run.add_argument(
-        "--max-retries",
-        type=int,
-        default=3,
-        help="retries of a failed model call, with backoff (default: 3)",
-    )
+    _model_options(run)
     run.add_argument(
         "--concurrency", type=int, default=8, help="episodes played at once (default: 8)"
     )
@@ -190,11 +197,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with --as questioner: who answers, oracle (default), one-listener, mock, or a "
         "model at --base-url",
     )  # fmt: skip
-    play.add_argument("--base-url", help="OpenAI-compatible endpoint of a model partner")
-    play.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
-    play.add_argument("--temperature", type=float, default=0.0)
-    play.add_argument("--timeout", type=float, default=60.0, help="seconds per model call")
-    play.add_argument("--max-retries", type=int, default=3)
+    _model_options(play)
     play.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
 
     score = commands.add_parser("score", help="re-score a results folder from its interactions")

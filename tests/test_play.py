@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
+from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.fake_players import default_players
 from privateshared.domains.instances import default_instance
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"
@@ -201,3 +203,27 @@ def test_bad_choices_get_one_line(
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and message in error
     assert not list(tmp_path.iterdir())
+
+
+def test_a_model_answers_a_person_who_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The partner may be a model behind an endpoint: here the fake one, answering perfectly."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-play")
+    with FakeOpenAI(default_players()) as server:
+        terminal = play(tmp_path, "--as", "questioner", "--model", "fake-model",
+                        "--base-url", server.base_url)  # fmt: skip
+        slots = list(INSTANCE.slots)
+        terminal.expect(r"move> ")
+        # The fake model knows the slot a question is about when the question names it.
+        terminal.send(f"ask {slots[0]}: Could you tell me about your {slots[0]}?\n")
+        for index, slot in enumerate(slots):
+            answer = terminal.expect(r"move> ")
+            assert f"Answer: {INSTANCE.slots[slot]}." in answer  # what the model answered
+            terminal.send(f"record {slot}: {INSTANCE.slots[slot]}\n")
+            terminal.expect(r"move> ")
+            following = slots[index + 1] if index + 1 < len(slots) else None
+            question = f"ask {following}: Could you tell me about your {following}?\n"
+            terminal.send(question if following else "finish\n")
+        terminal.expect(r"Played\. Main Score 100\.00")
+        assert terminal.finish() == 0
+    folder = tmp_path / "fake-model-t0.0--human-t0.0" / "privateshared" / "4_travel-booking"
+    assert (folder / "episode_0" / "scores.json").is_file()
