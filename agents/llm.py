@@ -10,11 +10,12 @@ import asyncio
 import email.utils
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
 
 from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest, ToolCall
 
@@ -46,6 +47,48 @@ class ModelSpec(BaseModel):
     retry_backoff: float = Field(default=1.0, ge=0)
     """Seconds before the first retry, doubled for each further one, unless the server says
     how long to wait (Retry-After)."""
+    name: str | None = Field(default=None, min_length=1)
+    """The name played under, in records and tables; the model id when None."""
+    max_concurrent_calls: int | None = Field(default=None, ge=1)
+    """At most this many calls under way at once, across the whole run; None: no cap."""
+    extra_body: dict[str, JsonValue] = {}
+    """Further request parameters, passed to the endpoint as its provider documents them (e.g.
+    max_tokens, reasoning_effort, top_p, chat_template_kwargs)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError(
+                "must name an environment variable holding the key (e.g. OPENAI_API_KEY), "
+                "never hold the key itself"
+            )
+        return value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _adds_only(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        taken = sorted(set(value) & RESERVED_BODY_KEYS)
+        if taken:
+            raise ValueError(
+                f"{taken[0]!r} is set by the game; use the entry's own fields (model, "
+                "temperature) instead"
+            )
+        return value
+
+    @property
+    def played_as(self) -> str:
+        """The name in records and tables."""
+        return self.name or self.model
+
+    def settings(self) -> dict[str, JsonValue]:
+        """What experiment.json records of the model: everything but the key, which the spec
+        never holds (only the name of its variable)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+RESERVED_BODY_KEYS = frozenset({"model", "messages", "temperature", "stream", "tools"})
+"""Request fields the game sets itself; extra_body may not override them."""
 
 
 def api_key(spec: ModelSpec, environ: Mapping[str, str]) -> SecretStr:
@@ -223,7 +266,7 @@ class ChatModelPlayer:
 
     @property
     def name(self) -> str:
-        return self.spec.model
+        return self.spec.played_as
 
     @property
     def temperature(self) -> float:
@@ -232,7 +275,7 @@ class ChatModelPlayer:
     async def respond(self, request: PlayerRequest) -> PlayerReply:
         messages = [message.to_openai() for message in request.messages]
         body: dict[str, object] = {
-            "model": self.spec.model, "messages": messages,
+            **self.spec.extra_body, "model": self.spec.model, "messages": messages,
             "temperature": self.spec.temperature, "stream": False,
         }  # fmt: skip
         if request.tools:

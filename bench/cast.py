@@ -2,7 +2,9 @@
 
 Names become players by role: the programmatic answerers (oracle, always-yes, always-no, mock)
 answer only, `programmatic` only asks, and any other name is a model behind the endpoint options,
-or a local model served by llama.cpp once its server runs.
+or a local model served by llama.cpp once its server runs. A name in the model registry
+(`--models FILE`, agents/model_registry.py) is that entry's model, with its own endpoint and
+settings.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def player(
         return resolve_questioner(name)
     if is_programmatic_answerer(name) or name in PROGRAMMATIC_QUESTIONERS:
         raise CastError(f"{name!r} cannot be the {role}; give a model name")
+    registered = getattr(args, "registry", {}).get(name)
+    if registered is not None:  # the registry's own endpoint and settings
+        return resolve_model(registered)
     if is_local_model(name):
         if name not in servers:
             return None
@@ -86,11 +91,20 @@ class Cast:
         players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
         return [player for player in players if isinstance(player, ChatModelPlayer)]
 
-    def throttled(self, limit: int) -> Cast:
-        """The same players, each with at most `limit` calls under way."""
+    def caps(self, limit: int | None) -> list[int]:
+        """Every cap on calls under way in the run: `limit` (--max-concurrent-calls) and the
+        registry's per-model caps."""
+        own = [model.spec.max_concurrent_calls for model in self.models()]
+        return [cap for cap in (limit, *own) if cap is not None]
+
+    def throttled(self, limit: int | None, shares: int = 1) -> Cast:
+        """The same players, each with at most `limit` calls under way, or its own cap from the
+        registry when lower, divided into `shares` (one per worker process)."""
 
         def cap(player: Player) -> Player:
-            return ThrottledPlayer(player, limit)
+            own = player.spec.max_concurrent_calls if isinstance(player, ChatModelPlayer) else None
+            caps = [c for c in (limit, own) if c is not None]
+            return ThrottledPlayer(player, max(1, min(caps) // shares)) if caps else player
 
         return Cast(
             [cap(p) for p in self.answerers], cap(self.questioner),

@@ -24,6 +24,7 @@ from privateshared.agents.llm import (
     ChatModelPlayer,
     PlayerConfigError,
 )
+from privateshared.agents.model_registry import RegistryError, read_registry
 from privateshared.agents.registry import (
     HUMAN,
     PROGRAMMATIC_ANSWERERS,
@@ -96,6 +97,11 @@ PLAYER_FAILURES = (openai.APIError, httpx.HTTPError, ReplayError, TimeoutError, 
 
 def _model_options(command: argparse.ArgumentParser) -> None:
     """Where and how the models of a command are called."""
+    command.add_argument(
+        "--models", type=Path, dest="registry_file", metavar="FILE",
+        help="model registry (JSON or YAML): per model its id, endpoint, key variable and "
+        "settings; --model, --questioner and --judge then name its entries",
+    )  # fmt: skip
     command.add_argument(
         "--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"
     )
@@ -292,7 +298,9 @@ def _run(args: argparse.Namespace) -> int:
         args.questioner,
         *([args.judge] if args.judge else []),
     ]
-    local = {name: locate(name) for name in names if is_local_model(name)}
+    local = {
+        name: locate(name) for name in names if is_local_model(name) and name not in args.registry
+    }
     cast_players(args, {})  # every other name is checked before a server starts
     _writable(args.results_dir)
     with contextlib.ExitStack() as stack:
@@ -329,9 +337,8 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast, workers: int
     for model in models:
         model.check()  # one call per model, before any episode starts
     # A cap on calls per model holds across workers: each gets its share of it.
-    workers = max(1, min(workers, args.concurrency, args.max_concurrent_calls or workers))
-    if args.max_concurrent_calls is not None:
-        cast = cast.throttled(args.max_concurrent_calls // workers)
+    workers = max(1, min([workers, args.concurrency, *cast.caps(args.max_concurrent_calls)]))
+    cast = cast.throttled(args.max_concurrent_calls, shares=workers)
     default_run = args.models is None  # see DEFAULT_MAX_SLOTS
     planned = plan_episodes(
         cast.answerers, cast.questioner, playable, args.results_dir,
@@ -342,7 +349,7 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast, workers: int
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
               "playing the rest (--rerun plays them all again)")  # fmt: skip
     remove_partial_writes(args.results_dir)
-    write_experiment_files(pending, cast.questioner, args.results_dir)
+    write_experiment_files(pending, cast.questioner, args.results_dir, cast.judge)
     workers = min(workers, max(len(pending), 1))
     concurrency = -(-args.concurrency // workers)
 
@@ -515,16 +522,19 @@ def _domains_check(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = _parser().parse_args(argv)
+    args.registry = {}
     handlers = {
         "run": _run, "score": _score, "eval": _eval, "transcribe": _transcribe,
         "replay": _replay, "instances": _instances, "domains": _domains_check,
         "play": _play_yourself,
     }  # fmt: skip
     try:
+        if getattr(args, "registry_file", None) is not None:
+            args.registry = read_registry(args.registry_file)
         return handlers[args.command](args)
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
-        TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError,
+        TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError, RegistryError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

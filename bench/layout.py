@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pydantic import JsonValue
+
 from privateshared.agents.base import Player
+from privateshared.agents.llm import ChatModelPlayer, ModelSpec
+from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.graph.context import now_iso
 from privateshared.graph.recorder import write_json
 from privateshared.graph.records import GAME_NAME
@@ -46,13 +50,33 @@ EXPERIMENT_FILE = "experiment.json"
 
 
 def write_experiment_file(
-    folder: Path, name: str, domain: str | None, pair: str, answerer: str, questioner: str
+    folder: Path,
+    name: str,
+    domain: str | None,
+    pair: str,
+    answerer: Player,
+    questioner: Player,
+    judge: Player | None = None,
 ) -> None:
-    """An experiment folder's experiment.json: what was played, by whom, when."""
+    """An experiment folder's experiment.json: what was played, by whom, with which settings
+    (for models: their ModelSpec, the name of the key's variable but never the key), when."""
+    settings: dict[str, JsonValue] = {
+        role: spec.settings()
+        for role, player in (("answerer", answerer), ("questioner", questioner), ("judge", judge))
+        if (spec := model_spec_of(player)) is not None
+    }
     write_json(
         folder / EXPERIMENT_FILE,
         {
             "game": GAME_NAME, "name": name, "domain": domain, "dialogue_partners": pair,
-            "answerer": answerer, "questioner": questioner, "timestamp": now_iso(),
+            "answerer": answerer.name, "questioner": questioner.name,
+            **({"settings": settings} if settings else {}), "timestamp": now_iso(),
         },
     )  # fmt: skip
+
+
+def model_spec_of(player: Player | None) -> ModelSpec | None:
+    """The model behind a player, through a call cap; None for a program or a person."""
+    if isinstance(player, ThrottledPlayer):
+        player = player.inner
+    return player.spec if isinstance(player, ChatModelPlayer) else None

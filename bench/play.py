@@ -193,8 +193,7 @@ def save_game(
     spec_json = spec.model_dump(mode="json", exclude_none=True)
     records = save_episode(folder, spec_json, state, context)
     write_experiment_file(folder.parent, experiment.name, experiment.domain,
-                          folder.parents[2].name, context.answerer.name,
-                          context.questioner.name)  # fmt: skip
+                          folder.parents[2].name, context.answerer, context.questioner)  # fmt: skip
     page = transcript_page(results_dir, folder, records.interactions, state.scores,
                            state.error, spec_json)  # fmt: skip
     write_text(folder / TRANSCRIPT_FILE, page)

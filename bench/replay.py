@@ -264,8 +264,8 @@ async def replay_episode(
         return outcome
     save_episode(ours, spec.model_dump(mode="json", exclude_none=True), state, context)
     write_experiment_file(
-        ours.parent, episode.experiment, None, folder.parents[2].name, replayer.name,
-        context.questioner.name,
+        ours.parent, episode.experiment, None, folder.parents[2].name, replayer,
+        context.questioner,
     )  # fmt: skip
     assert state.scores is not None  # save_episode checked
     outcome.scores = state.scores

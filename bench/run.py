@@ -92,7 +92,9 @@ def remove_partial_writes(results_dir: Path) -> int:
     return len(leftovers)
 
 
-def write_experiment_files(episodes: Sequence[Episode], questioner: Player, results: Path) -> None:
+def write_experiment_files(
+    episodes: Sequence[Episode], questioner: Player, results: Path, judge: Player | None = None
+) -> None:
     """experiment.json in every experiment folder the episodes play in."""
     seen = set()
     for episode in episodes:
@@ -102,7 +104,7 @@ def write_experiment_files(episodes: Sequence[Episode], questioner: Player, resu
         seen.add(folder)
         write_experiment_file(
             folder, episode.experiment.name, episode.experiment.domain, episode.pair,
-            episode.answerer.name, questioner.name,
+            episode.answerer, questioner, judge,
         )  # fmt: skip
 
 
