@@ -44,6 +44,7 @@ from privateshared.bench.layout import DEFAULT_RESULTS_DIR, episode_dir, pair_na
 from privateshared.bench.local_model import LocalModelError, LocalServer, is_local_model, locate
 from privateshared.bench.play import choose_instance, outcome, play_in_terminal, save_game
 from privateshared.bench.progress import ProgressBar
+from privateshared.bench.ray_runner import RayError, connect, play_on_ray
 from privateshared.bench.record_files import RecordsError
 from privateshared.bench.replay import (
     ReplayOutcome,
@@ -60,6 +61,7 @@ from privateshared.bench.run import (
     Playable,
     is_done,
     plan_episodes,
+    record_episode,
     remove_partial_writes,
     run_episodes,
     write_experiment_files,
@@ -181,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
         help="play only this experiment (repeatable)",
     )
     run.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR)
+    run.add_argument(
+        "--ray", metavar="ADDRESS",
+        help="spread the episodes over a Ray cluster: auto (the cluster this machine joined) or "
+        "its address, e.g. ray://head:10001 (needs the ray extra)",
+    )  # fmt: skip
     run.add_argument(
         "--sequential-probes",
         action="store_true",
@@ -369,6 +376,15 @@ def _play(args: argparse.Namespace, playable: Playable, cast: Cast, workers: int
 
     progress = ProgressBar(len(pending))
     try:
+        if args.ray is not None:
+            return play_on_ray(
+                connect(args.ray), pending, cast, args.max_concurrent_calls,
+                args.sequential_probes, args.concurrency,
+                lambda episode, state: record_episode(episode, state, GameContext(
+                    answerer=episode.answerer, questioner=cast.questioner, judge=cast.judge,
+                ), args.results_dir),
+                progress,
+            )  # fmt: skip
         if workers == 1:
             return play(pending, progress)
         return play_in_workers(pending, play, workers, on_finished=progress)
@@ -535,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (
         UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
         TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError, RegistryError,
+        RayError,
     ) as error:  # fmt: skip
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

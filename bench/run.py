@@ -108,11 +108,30 @@ def write_experiment_files(
         )  # fmt: skip
 
 
-def _status(state: EpisodeState) -> Status:
+def status_of(state: EpisodeState) -> Status:
+    """How a finished episode ended."""
     if state.error is not None:
         return "errored"
     assert state.scores is not None  # the graph ends in score_episode unless a call failed
     return "aborted" if state.scores.episode_scores[ABORTED] else "played"
+
+
+def record_episode(
+    episode: Episode, state: EpisodeState, context: GameContext, results_dir: Path
+) -> Finished:
+    """Write a finished episode's records and its transcript page."""
+    spec = next(
+        spec for spec in episode.experiment.game_instances
+        if spec.game_id == episode.instance.game_id
+    )  # fmt: skip
+    instance_spec = spec.model_dump(mode="json", exclude_none=True)
+    records = save_episode(episode.folder, instance_spec, state, context)
+    # The page now, from the records in hand: the report at the end of the run then reads no
+    # interactions.json again, and workers draw their own episodes' pages.
+    page = transcript_page(results_dir, episode.folder, records.interactions,
+                           state.scores, state.error, instance_spec)  # fmt: skip
+    write_text(episode.folder / TRANSCRIPT_FILE, page)
+    return Finished(episode, status_of(state), len(records.calls), state.error)
 
 
 async def run_episodes(
@@ -125,11 +144,6 @@ async def run_episodes(
     on_finished: Callable[[Finished], None] = lambda finished: None,
 ) -> list[Finished]:
     """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends."""
-    specs = {
-        (episode.experiment.name, spec.game_id): spec
-        for episode in episodes
-        for spec in episode.experiment.game_instances
-    }
     slots = asyncio.Semaphore(concurrency)
     finished: list[Finished] = []
 
@@ -140,15 +154,7 @@ async def run_episodes(
                 sequential_probes=sequential_probes,
             )  # fmt: skip
             state = await play_episode(episode.instance, context)
-            spec = specs[(episode.experiment.name, episode.instance.game_id)]
-            instance_spec = spec.model_dump(mode="json", exclude_none=True)
-            records = save_episode(episode.folder, instance_spec, state, context)
-            # The page now, from the records in hand: the report at the end of the run then
-            # reads no interactions.json again, and workers draw their own episodes' pages.
-            page = transcript_page(results_dir, episode.folder, records.interactions,
-                                   state.scores, state.error, instance_spec)  # fmt: skip
-            write_text(episode.folder / TRANSCRIPT_FILE, page)
-            result = Finished(episode, _status(state), len(records.calls), state.error)
+            result = record_episode(episode, state, context, results_dir)
             finished.append(result)
             on_finished(result)
 

@@ -1,0 +1,198 @@
+"""Episodes spread over a Ray cluster (`privateshared run --ray auto`, or a cluster's address).
+
+Ray (Apache-2.0, the `ray` extra) is imported here only, and only when `--ray` is given. Each
+episode is one Ray task: a worker builds the players from their recipe (a model from its
+`ModelSpec`, reading its key from the worker's own environment, so no key travels with a task),
+plays the episode on its own event loop and returns the final state. The driver writes every
+record, as a local run does, so the results folder is the same and resume works the same way: a
+killed driver leaves finished episodes on disk, and the next run plays only what is missing. A
+worker that dies mid-episode loses that episode's progress only: Ray runs the task again.
+
+A model's cap on calls under way holds across the whole cluster through one `CallSlots` actor
+per capped model, which every worker asks for a slot before each call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from privateshared.agents.base import Player, PlayerReply, PlayerRequest
+from privateshared.agents.llm import ChatModelPlayer, ModelSpec
+from privateshared.agents.registry import resolve_model
+from privateshared.bench.cast import Cast
+from privateshared.bench.episodes import play_episode
+from privateshared.bench.layout import model_spec_of
+from privateshared.bench.run import Episode, Finished
+from privateshared.domains.instances import GameInstance
+from privateshared.graph.context import GameContext
+from privateshared.graph.state import EpisodeState
+
+TASK_RETRIES = 3
+"""Times Ray runs an episode's task again after its worker died."""
+
+
+class RayError(RuntimeError):
+    """Ray is missing or the cluster cannot be reached; the message is one line with the fix."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a worker builds a player: a model from its spec (and its cap's actor), anything else
+    (programs, which hold no connections) as it is."""
+
+    spec: ModelSpec | None = None
+    player: Player | None = None
+    slots: Any = None
+    """The model's `CallSlots` actor when its calls are capped; None otherwise."""
+
+    def build(self) -> Player:
+        if self.spec is None:
+            assert self.player is not None
+            return self.player
+        model = resolve_model(self.spec)  # the key from this worker's environment
+        return model if self.slots is None else ClusterCapped(model, self.slots)
+
+
+@dataclass
+class ClusterCapped:
+    """`inner`, calling only while it holds one of the cluster-wide slots of its model."""
+
+    inner: Player
+    slots: Any
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def temperature(self) -> float:
+        return self.inner.temperature
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        await self.slots.acquire.remote()
+        try:
+            return await self.inner.respond(request)
+        finally:
+            await self.slots.release.remote()
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayError("--ray needs Ray: pip install -e '.[ray]' (or pip install ray)") from None
+    return ray
+
+
+def connect(address: str) -> Any:
+    """Ray, connected to the cluster at `address` (`auto`: the one this machine belongs to);
+    a process that already joined a cluster (ray.init) keeps it."""
+    ray = _import_ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+            raise RayError(
+                f"cannot join the Ray cluster at {address!r} ({first}); start one with "
+                "`ray start --head` or pass its address"
+            ) from None
+    return ray
+
+
+def _slots_actor(ray: Any) -> Any:
+    @ray.remote(num_cpus=0)
+    class CallSlots:
+        """A semaphore for one model's calls, shared by every worker of the cluster."""
+
+        def __init__(self, limit: int) -> None:
+            self.free = asyncio.Semaphore(limit)
+
+        async def acquire(self) -> None:
+            await self.free.acquire()
+
+        async def release(self) -> None:
+            self.free.release()
+
+    return CallSlots
+
+
+def recipes(ray: Any, cast: Cast, limit: int | None) -> dict[str, Recipe]:
+    """A recipe per player of the cast, by name; capped models get their slots actor."""
+    actor = _slots_actor(ray)
+    players = [*cast.answerers, cast.questioner, *([cast.judge] if cast.judge else [])]
+    made: dict[str, Recipe] = {}
+    for player in players:
+        if player.name in made:
+            continue
+        spec = model_spec_of(player)
+        if spec is None:  # a program: sent as it is, without a local call cap's semaphore
+            made[player.name] = Recipe(player=getattr(player, "inner", player))
+            continue
+        caps = [cap for cap in (limit, spec.max_concurrent_calls) if cap is not None]
+        slots = actor.remote(min(caps)) if caps else None
+        made[player.name] = Recipe(spec=spec, slots=slots)
+    return made
+
+
+def _play_one(
+    instance: GameInstance,
+    answerer: Recipe,
+    questioner: Recipe,
+    judge: Recipe | None,
+    sequential_probes: bool,
+) -> EpisodeState:
+    """A Ray task: one episode, on this worker's own event loop."""
+    players = [answerer.build(), questioner.build(), judge.build() if judge else None]
+
+    async def play() -> EpisodeState:
+        context = GameContext(answerer=players[0], questioner=players[1], judge=players[2],
+                              sequential_probes=sequential_probes)  # fmt: skip
+        try:
+            return await play_episode(instance, context)
+        finally:
+            for player in players:
+                inner = getattr(player, "inner", player)
+                if isinstance(inner, ChatModelPlayer):
+                    await inner.aclose()
+
+    return asyncio.run(play())
+
+
+def play_on_ray(
+    ray: Any,
+    episodes: Sequence[Episode],
+    cast: Cast,
+    limit: int | None,
+    sequential_probes: bool,
+    concurrency: int,
+    save: Callable[[Episode, EpisodeState], Finished],
+    on_finished: Callable[[Finished], None],
+) -> list[Finished]:
+    """Play `episodes` as Ray tasks, at most `concurrency` at once over the cluster; the driver
+    saves each one as it comes back (`save`), so nothing is written by a worker."""
+    made = recipes(ray, cast, limit)
+    cpus = max(float(ray.cluster_resources().get("CPU", 1.0)), 1.0)
+    # Episodes mostly wait on calls: let `concurrency` of them share the cluster's CPUs.
+    task = ray.remote(max_retries=TASK_RETRIES, num_cpus=min(1.0, cpus / concurrency))(_play_one)
+    judge = made[cast.judge.name] if cast.judge else None
+    pending: dict[Any, Episode] = {}
+    finished: list[Finished] = []
+    queue = list(episodes)
+    while queue or pending:
+        while queue and len(pending) < concurrency:
+            episode = queue.pop(0)
+            ref = task.remote(episode.instance, made[episode.answerer.name],
+                              made[cast.questioner.name], judge, sequential_probes)  # fmt: skip
+            pending[ref] = episode
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            episode = pending.pop(ref)
+            state = ray.get(ref)
+            result = save(episode, state)
+            finished.append(result)
+            on_finished(result)
+    return finished

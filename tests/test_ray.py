@@ -1,0 +1,119 @@
+"""Runs spread over a Ray cluster: a local cluster of 2 CPUs started here, the same records as a
+local run, resume, a worker killed mid-run, and no Ray at all without --ray."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from privateshared.bench import cli
+from privateshared.bench.cli import main
+from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.fake_players import default_players
+from tests.test_golden_records import PICTURES, digest
+
+ray = pytest.importorskip("ray")
+PLAYERS = ["--model", "fake-model", "--model", "mock", "--experiment", "travel-booking"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-ray")
+
+
+def digests(results: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(results)): digest(path)
+        for path in sorted(results.rglob("*"))
+        if path.is_file() and path.suffix not in PICTURES and path.parent.name != "logs"
+    }
+
+
+def test_records_are_those_of_a_local_run(cluster: None, tmp_path: Path) -> None:
+    with FakeOpenAI(default_players()) as server:
+        common = [*PLAYERS, "--base-url", server.base_url]
+        assert main(["run", *common, "--workers", "1", "--results-dir", str(tmp_path / "l")]) == 0
+        assert main(["run", *common, "--ray", "auto", "--results-dir", str(tmp_path / "r")]) == 0
+    local, spread = digests(tmp_path / "l"), digests(tmp_path / "r")
+    assert len(local) > 20 * 4 and local == spread  # every file, clock readings aside
+    # Resume as locally: what is on disk is kept, the rest is played.
+    for path in sorted((tmp_path / "r").rglob("scores.json"))[:3]:
+        path.unlink()
+    with FakeOpenAI(default_players()) as server:
+        assert main(["run", *PLAYERS, "--base-url", server.base_url, "--ray", "auto",
+                     "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
+        assert len({r["body"]["messages"][0]["content"] for r in server.requests}) == 3
+    assert digests(tmp_path / "r") == local
+
+
+def _task_workers() -> list[int]:
+    """Ray workers running an episode now: their process title names the task."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b"ray::_play_one" in title:
+                pids.append(int(entry.name))
+    return pids
+
+
+def test_a_worker_killed_mid_episode_costs_only_that_episode(
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: Counter[Path] = Counter()
+    record = cli.record_episode
+
+    def counted(episode: Any, *arguments: Any) -> Any:
+        written[episode.folder] += 1
+        return record(episode, *arguments)
+
+    monkeypatch.setattr(cli, "record_episode", counted)
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            busy = _task_workers()
+            if busy:
+                os.kill(busy[0], signal.SIGKILL)
+                killed.append(busy[0])
+            time.sleep(0.05)
+
+    # Slow calls, so that episodes are under way when a worker is killed.
+    with FakeOpenAI(default_players(), delay=0.02) as server:
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        code = main(["run", *PLAYERS, "--base-url", server.base_url, "--ray", "auto",
+                     "--concurrency", "4", "--results-dir", str(tmp_path)])  # fmt: skip
+        killer.join()
+    assert killed, "no worker was found running an episode"
+    assert code == 0
+    folders = sorted(tmp_path.glob("*/privateshared/*/episode_*"))
+    assert len(folders) == 20 and all((f / "scores.json").is_file() for f in folders)
+    assert set(written.values()) == {1} and len(written) == 20  # each written once
+
+
+def test_nothing_of_ray_is_imported_without_it() -> None:
+    code = "import sys, privateshared.bench.cli; print('ray' in sys.modules)"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert shown.stdout.strip() == "False", shown.stderr
