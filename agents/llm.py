@@ -319,7 +319,8 @@ class ChatModelPlayer:
             served = [model.id for model in client.models.list()]
         except openai.APIConnectionError:
             raise PlayerConfigError(
-                f"cannot reach {where}; start the server or fix --base-url"
+                f"cannot reach {where}; start the server or fix the base URL (--base-url, or the "
+                "registry entry's base_url)"
             ) from None
         except openai.AuthenticationError:
             raise PlayerConfigError(
