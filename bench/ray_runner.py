@@ -191,7 +191,18 @@ def play_on_ray(
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
             episode = pending.pop(ref)
-            state = ray.get(ref)
+            try:
+                state = ray.get(ref)
+            except ray.exceptions.RayError as error:
+                # e.g. a worker without the model's key: one line, and the episodes finished
+                # so far stay written.
+                cause = getattr(error, "cause", None) or error
+                first = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
+                raise RayError(
+                    f"episode {episode.folder.name} of {episode.experiment.name} failed on the "
+                    f"cluster ({type(cause).__name__}: {first}); finished episodes are kept, "
+                    "fix it and run again"
+                ) from None
             result = save(episode, state)
             finished.append(result)
             on_finished(result)

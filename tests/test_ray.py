@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from privateshared.agents.llm import ChatModelPlayer
 from privateshared.bench import cli
 from privateshared.bench.cli import main
 from privateshared.bench.fake_endpoint import FakeOpenAI
@@ -117,3 +118,25 @@ def test_nothing_of_ray_is_imported_without_it() -> None:
     code = "import sys, privateshared.bench.cli; print('ray' in sys.modules)"
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert shown.stdout.strip() == "False", shown.stderr
+
+
+def test_a_worker_without_the_key_stops_the_run_in_one_line(
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Workers read keys from their own environment; one that lacks it says so, in one line.
+
+    The key is set here after the cluster started, so the driver has it and the workers do not
+    (the raylet started them with the environment of that moment)."""
+    monkeypatch.setenv("DRIVER_ONLY_KEY", "sk-driver-only-123")
+    monkeypatch.setattr(ChatModelPlayer, "check", lambda self: None)  # no call to OpenAI
+    registry = tmp_path / "models.json"
+    registry.write_text(
+        '{"models": [{"name": "remote", "model": "gpt-4o", "api_key_env": "DRIVER_ONLY_KEY"}]}'
+    )
+    code = main(["run", "--models", str(registry), "--model", "remote", "--experiment",
+                 "travel-booking", "--ray", "auto",
+                 "--results-dir", str(tmp_path / "r")])  # fmt: skip
+    error = capsys.readouterr().err
+    assert code == 2 and error.count("\n") == 1, error
+    assert "failed on the cluster (PlayerConfigError" in error and "DRIVER_ONLY_KEY" in error
+    assert "sk-driver-only-123" not in error
