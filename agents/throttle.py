@@ -4,23 +4,28 @@ rate-limited APIs that cannot take a whole run's concurrency."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
 
 from privateshared.agents.base import Player, PlayerReply, PlayerRequest
 
 
 @dataclass
 class ThrottledPlayer:
-    """`inner`, with at most `limit` calls under way at once across all episodes."""
+    """`inner`, with at most `limit` calls under way at once across all episodes: each call
+    holds one of the `slots`, a semaphore of this process by default, or slots shared further
+    (a Ray actor shares them over a cluster, bench/ray_runner.py)."""
 
     inner: Player
     limit: int
-    _slots: asyncio.Semaphore = field(init=False, repr=False)
+    slots: AbstractAsyncContextManager[Any] | None = None
 
     def __post_init__(self) -> None:
         if self.limit < 1:
             raise ValueError("a call limit must be at least 1")
-        self._slots = asyncio.Semaphore(self.limit)
+        if self.slots is None:
+            self.slots = asyncio.Semaphore(self.limit)
 
     @property
     def name(self) -> str:
@@ -31,5 +36,6 @@ class ThrottledPlayer:
         return self.inner.temperature
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
-        async with self._slots:
+        assert self.slots is not None  # set on creation
+        async with self.slots:
             return await self.inner.respond(request)

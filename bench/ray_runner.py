@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from privateshared.agents.base import Player, PlayerReply, PlayerRequest
+from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_model
+from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.bench.cast import Cast
 from privateshared.bench.episodes import play_episode
 from privateshared.bench.layout import model_spec_of
@@ -45,38 +46,31 @@ class Recipe:
 
     spec: ModelSpec | None = None
     player: Player | None = None
-    slots: Any = None
-    """The model's `CallSlots` actor when its calls are capped; None otherwise."""
+    cap: tuple[int, Any] | None = None
+    """The model's cap and its `CallSlots` actor when its calls are capped; None otherwise."""
 
     def build(self) -> Player:
         if self.spec is None:
             assert self.player is not None
             return self.player
         model = resolve_model(self.spec)  # the key from this worker's environment
-        return model if self.slots is None else ClusterCapped(model, self.slots)
+        if self.cap is None:
+            return model
+        limit, actor = self.cap
+        return ThrottledPlayer(model, limit, slots=ActorSlots(actor))
 
 
-@dataclass
-class ClusterCapped:
-    """`inner`, calling only while it holds one of the cluster-wide slots of its model."""
+@dataclass(frozen=True)
+class ActorSlots:
+    """One model's call slots, held in a `CallSlots` actor that every worker shares."""
 
-    inner: Player
-    slots: Any
+    actor: Any
 
-    @property
-    def name(self) -> str:
-        return self.inner.name
+    async def __aenter__(self) -> None:
+        await self.actor.acquire.remote()
 
-    @property
-    def temperature(self) -> float:
-        return self.inner.temperature
-
-    async def respond(self, request: PlayerRequest) -> PlayerReply:
-        await self.slots.acquire.remote()
-        try:
-            return await self.inner.respond(request)
-        finally:
-            await self.slots.release.remote()
+    async def __aexit__(self, *exc: object) -> None:
+        await self.actor.release.remote()
 
 
 def _import_ray() -> Any:
@@ -133,8 +127,8 @@ def recipes(ray: Any, cast: Cast, limit: int | None) -> dict[str, Recipe]:
             made[player.name] = Recipe(player=getattr(player, "inner", player))
             continue
         caps = [cap for cap in (limit, spec.max_concurrent_calls) if cap is not None]
-        slots = actor.remote(min(caps)) if caps else None
-        made[player.name] = Recipe(spec=spec, slots=slots)
+        shared = (min(caps), actor.remote(min(caps))) if caps else None
+        made[player.name] = Recipe(spec=spec, cap=shared)
     return made
 
 

@@ -3,6 +3,7 @@ local run, resume, a worker killed mid-run, and no Ray at all without --ray."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -140,3 +141,16 @@ def test_a_worker_without_the_key_stops_the_run_in_one_line(
     assert code == 2 and error.count("\n") == 1, error
     assert "failed on the cluster (PlayerConfigError" in error and "DRIVER_ONLY_KEY" in error
     assert "sk-driver-only-123" not in error
+
+
+def test_a_models_call_cap_holds_across_the_cluster(cluster: None, tmp_path: Path) -> None:
+    """Episodes in several workers, one model capped at 2 calls under way: never more."""
+    with FakeOpenAI(default_players(), delay=0.02) as server:
+        registry = tmp_path / "models.json"
+        entry = {"name": "capped", "model": "fake-model", "base_url": server.base_url,
+                 "max_concurrent_calls": 2}  # fmt: skip
+        registry.write_text(json.dumps({"models": [entry]}))
+        assert main(["run", "--models", str(registry), "--model", "capped", "--experiment",
+                     "travel-booking", "--ray", "auto", "--concurrency", "6",
+                     "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
+    assert server.max_in_flight == 2
