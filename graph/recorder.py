@@ -243,33 +243,25 @@ def build_records(
     n = len(instance.request_order)
     log = _Log()
     change = state.audience_change
-    logged_change = False
-
-    def comes_after_change(step: QuestionerStep) -> bool:
-        """Whether `step` is the first one after the audience changed: a late joiner arrives
-        before the questioner's next turn; a handover comes after the leaving questioner's
-        farewell, before the second questioner's first turn."""
-        return (
-            change is not None
-            and not logged_change
-            and step.turn == change.after_turn + 1
-            and (change.kind == "late-joiner" or step.questioner != instance.tag)
-        )
-
-    def log_change() -> None:
-        nonlocal logged_change
-        _log_audience(log, instance, change)
-        logged_change = True
+    # The change is logged where it happened: a late joiner arrives before the questioner's next
+    # turn; a handover comes after the leaving questioner's farewell, before the second
+    # questioner's first turn (or at the end, when no step came after it).
+    first_after_change = None
+    if change is not None:
+        first_after_change = next(
+            (step for step in state.questioner_steps
+             if step.turn == change.after_turn + 1
+             and (change.kind == "late-joiner" or step.questioner != instance.tag)),
+            None,
+        )  # fmt: skip
 
     for turn in range(max(len(state.dialogue), len(state.probe_rounds))):
         log.next_turn()
         if turn < len(state.dialogue):
             for step in state.questioner_steps:
                 if step.turn == turn:
-                    # The change comes after a leaving questioner's farewell, before the next
-                    # question is prepared.
-                    if comes_after_change(step):
-                        log_change()
+                    if step is first_after_change:
+                        _log_audience(log, instance, change)
                     _log_questioner_step(log, step)
             _log_exchange(log, state, turn, state.dialogue[turn])
         if turn == 0 and instance.audience is not None:
@@ -284,11 +276,11 @@ def build_records(
     # handover, or a questioner's failed tries.
     for step in state.questioner_steps:
         if step.turn >= len(state.dialogue):
-            if comes_after_change(step):
-                log_change()
+            if step is first_after_change:
+                _log_audience(log, instance, change)
             _log_questioner_step(log, step)
-    if change is not None and not logged_change:
-        log_change()
+    if first_after_change is None:
+        _log_audience(log, instance, change)
     for judgment in state.judgments:
         reply = judgment.reply
         log.event(JUDGE, GM, "get message", reply.text, at=reply.received_at, call=reply,
