@@ -4,7 +4,6 @@ from privateshared.agents.base import ChatMessage, Player, PlayerReply, PlayerRe
 from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
 from privateshared.agents.registry import resolve_answerer, resolve_questioner
-from privateshared.agents.replay import ReplayAnswerer, ReplayError
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
 __all__ = [
@@ -18,8 +17,6 @@ __all__ = [
     "PlayerReply",
     "PlayerRequest",
     "ProgrammaticQuestioner",
-    "ReplayAnswerer",
-    "ReplayError",
     "RequestKind",
     "resolve_answerer",
     "resolve_questioner",

@@ -15,7 +15,7 @@ from privateshared.agents.base import Player, PlayerReply, PlayerRequest
 class ThrottledPlayer:
     """`inner`, with at most `limit` calls under way at once across all episodes: each call
     holds one of the `slots`, a semaphore of this process by default, or slots shared further
-    (a Ray actor shares them over a cluster, bench/ray_runner.py)."""
+    (a Ray actor shares them over a cluster, bench/running/ray_cluster.py)."""
 
     inner: Player
     limit: int

@@ -1,1 +1,18 @@
-"""privateshared.bench"""
+"""The harness around the game: everything that turns episodes into a benchmark.
+
+A run, in the order it happens:
+
+- `cli/`: the `privateshared` command; parses the command line and hands each command to its
+  module (run, play, eval, transcribe, score, replay, instances, domains check).
+- `running/`: plays the benchmark: who plays (cast), what is left to play (plan), the episodes
+  themselves and their records (episodes), spread over worker processes or a Ray cluster, with
+  a progress bar, and the llama.cpp server of a model that runs on this machine.
+- `reporting/`: reads a results folder back: evaluation, result tables (ours and clembench's),
+  plots, transcript pages, re-scoring.
+- `clembench/`: clembench's own records replayed through our game master, their scores and
+  prompts compared.
+- `testing/`: a fake OpenAI-compatible endpoint with perfect players, for the tests and for
+  trying the model path without a key.
+
+The game itself (graph/), the players (agents/) and the data (domains/) never import from here.
+"""

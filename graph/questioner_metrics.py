@@ -19,7 +19,7 @@ predicted slots and the revealed values for the ground truth:
 - episode: the mean of each turn rate over the turns where it is defined, the validity of all
   calls, the violations in all, Questions Asked (valid `ask` calls) and Task Completion (every
   slot recorded true at the end, and no violation: MAS4CS's policy gate);
-- dataset: bench/evaluate.py averages the episode scores.
+- dataset: bench/reporting/evaluate.py averages the episode scores.
 
 Turn t's scores join the turn scores of probing round t - 1, the last one before it.
 """

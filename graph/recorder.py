@@ -1,4 +1,4 @@
-"""From a finished episode's state to clembench's record files, and writing them safely.
+"""From a finished episode's state to clembench's record files, written atomically (graph/files.py).
 
 Turn 0 of `interactions.json` holds the instructions and probing round 0; turn i holds question i,
 its answer and probing round i. Besides clembench's basic event types (`send message`,
@@ -26,22 +26,21 @@ keys `from`, `to`, `values` as recorded, `carried`: the slots whose true value i
 `metadata` events with the extra key `shared_early` mark slots whose value an answer gave away
 before the questioner asked for it; those with `revealed` list the values an answer gave.
 
-This module is the only code in `graph/` that touches the filesystem.
+This module is the only code in `graph/` that writes files, all through graph/files.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, JsonValue
+from pydantic import JsonValue
 
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, revealed_slots
+from privateshared.graph.files import write_json, write_text
 from privateshared.graph.listeners import round_plan
 from privateshared.graph.records import (
     ANSWERER,
@@ -354,28 +353,6 @@ def interactions_json(interactions: Interactions) -> str:
     pydantic's JSON writer gives those bytes in an eighth of the time, and interactions.json is
     the largest record, written for every episode (tests/test_episodes.py compares the two)."""
     return interactions.model_dump_json(indent=2) + "\n"
-
-
-def write_json(path: Path, data: BaseModel | JsonValue) -> None:
-    """Write JSON atomically. NaN is written as clembench writes it (`NaN`), so scores stay
-    readable by its tools."""
-    payload = data.model_dump(mode="python") if isinstance(data, BaseModel) else data
-    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False, allow_nan=True) + "\n")
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a file atomically: a crash leaves the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 INTERACTIONS_FILE = "interactions.json"

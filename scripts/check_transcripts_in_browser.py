@@ -27,8 +27,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from privateshared.bench.cli import main as cli_main
-from privateshared.bench.record_files import read_interactions
-from privateshared.bench.transcripts import INDEX_FILE, TRANSCRIPT_FILE, write_transcripts
+from privateshared.bench.reporting.record_files import read_interactions
+from privateshared.bench.reporting.transcripts.index import (
+    INDEX_FILE,
+    TRANSCRIPT_FILE,
+    write_transcripts,
+)
 from privateshared.graph.records import ANSWERER, GAME_NAME, QUESTIONER, Interactions
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

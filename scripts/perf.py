@@ -2,8 +2,8 @@
 
 The benchmark is clembench's own: its 50 instances and texts (five experiments, 4,800 answerer
 calls), played with `--instances` and `--resources` against the local fake endpoint
-(`privateshared.bench.fake_endpoint`, a perfect answerer in its own process) with a given latency
-per call. Each measured command is the real one, start-up and final report included:
+(`privateshared.bench.testing.fake_endpoint`, a perfect answerer in its own process) with a
+given latency per call. Each measured command is the real one, start-up and final report included:
 
     privateshared run --model fake-model --base-url URL --concurrency 50 \\
         --instances CLEMBENCH/instances.json --resources CLEMBENCH/texts --results-dir TMP
@@ -99,7 +99,7 @@ class Endpoint:
     """The fake endpoint in its own process, answering perfectly with `latency` per call."""
 
     def __init__(self, latency: float, instances: Path, texts: Path | None) -> None:
-        command = [str(BIN / "python"), "-m", "privateshared.bench.fake_endpoint",
+        command = [str(BIN / "python"), "-m", "privateshared.bench.testing.fake_endpoint",
                    "--latency", str(latency), "--instances", str(instances)]  # fmt: skip
         if texts is not None:
             command += ["--resources", str(texts)]
@@ -229,9 +229,10 @@ def measure_memory(episodes: int) -> tuple[Measurement, int]:
 
 AREAS = (
     ("graph/recorder.py", "records: building and writing"),
-    ("bench/transcript", "report: transcripts"), ("bench/evaluate.py", "report: evaluation"),
-    ("bench/results.py", "report: evaluation"),
-    ("bench/plots.py", "report: plots"), ("numpy", "scoring (numpy)"),
+    ("bench/reporting/transcripts", "report: transcripts"),
+    ("bench/reporting/evaluate.py", "report: evaluation"),
+    ("bench/reporting/results.py", "report: evaluation"),
+    ("bench/reporting/plots.py", "report: plots"), ("numpy", "scoring (numpy)"),
     ("agents/llm.py", "model player"), ("/openai/", "openai SDK"), ("aiohttp", "HTTP"),
     ("yarl", "HTTP"), ("multidict", "HTTP"), ("httpx", "HTTP"), ("httpcore", "HTTP"),
     ("/langgraph/", "LangGraph"), ("langchain_core", "LangGraph"), ("/pydantic", "pydantic"),

@@ -22,8 +22,8 @@ cpus, latency, concurrency, results = int(sys.argv[1]), float(sys.argv[2]), sys.
 os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 with FakeOpenAI(default_players(), delay=latency) as server:
     ray.get(ray.remote(lambda: None).remote())  # the cluster is up before the clock starts
     start = time.perf_counter()

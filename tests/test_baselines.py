@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.evaluate import EpisodeRecord, collect
+from privateshared.bench.reporting.evaluate import EpisodeRecord, collect
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.layout import safe_name
-from privateshared.graph.recorder import write_json
+from privateshared.bench.running.layout import safe_name
+from privateshared.graph.files import write_json
 
 EPISODE_FILES = ["instance.json", "interactions.json", "requests.json", "scores.json"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode
+from privateshared.bench.running.episodes import play_episode
 from privateshared.domains.instances import generate_instances, playable_instances
 from privateshared.domains.loader import (
     DomainError,

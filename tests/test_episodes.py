@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from privateshared.agents.base import PlayerReply, PlayerRequest
 from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
-from privateshared.bench.episodes import play_episode, save_episode
+from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext

@@ -15,8 +15,14 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.evaluate import Aggregate, Evaluation, ResultsError, collect, evaluate
-from privateshared.bench.results import format_markdown, format_table, write_results
+from privateshared.bench.reporting.evaluate import (
+    Aggregate,
+    Evaluation,
+    ResultsError,
+    collect,
+    evaluate,
+)
+from privateshared.bench.reporting.results import format_markdown, format_table, write_results
 from privateshared.graph.records import (
     QUESTIONER_CALL_VALIDITY,
     QUESTIONER_HALLUCINATION_RATE,

@@ -14,10 +14,10 @@ import pytest
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, retry_delay
 from privateshared.agents.registry import resolve_answerer
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.evaluate import collect, evaluate
-from privateshared.bench.fake_endpoint import FakeOpenAI, Fault, FaultPlan
-from privateshared.bench.fake_players import answerer_for, default_answerer
+from privateshared.bench.reporting.evaluate import collect, evaluate
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault, FaultPlan
+from privateshared.bench.testing.fake_players import answerer_for, default_answerer
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 
 GOLDEN = Path(__file__).parent / "golden" / "records.json"
 PICTURES = frozenset({".png", ".svg"})

@@ -29,8 +29,8 @@ from typing import Any
 
 import httpx
 
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 from privateshared.domains.instances import default_instance
 
 REPO = Path(__file__).resolve().parent.parent

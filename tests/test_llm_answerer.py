@@ -21,9 +21,9 @@ import pytest
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_answerer
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import answerer_for
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import answerer_for
 from privateshared.domains.instances import GameInstance, default_instance
 from privateshared.graph.builder import graph
 from privateshared.graph.context import GameContext

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 from privateshared.graph.judging import parse_rating
 
 

@@ -21,10 +21,10 @@ import pytest
 from pydantic import SecretStr
 
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
-from privateshared.bench import local_model
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.local_model import LocalModelError, LocalServer, locate
+from privateshared.bench.running import local_model
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.running.local_model import LocalModelError, LocalServer, locate
 from privateshared.domains.instances import default_instance
 from privateshared.graph.context import GameContext
 from tests.conftest import hear_ctrl_c

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import asked_slot, perfect_questioner, probed_slot
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import asked_slot, perfect_questioner, probed_slot
 from privateshared.domains.instances import (
     GameInstance,
     InstancesFile,

@@ -10,8 +10,8 @@ import pytest
 
 from privateshared.agents.model_registry import RegistryError, read_registry
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 
 ALPHA_KEY, BETA_KEY = "sk-alpha-0123456789", "sk-beta-9876543210"
 

@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import answerer_for
-from privateshared.bench.prompt_parity import answerer_calls, prompt_messages
-from privateshared.bench.record_files import read_interactions, read_requests
-from privateshared.bench.replay import (
+from privateshared.bench.clembench.prompt_parity import answerer_calls, prompt_messages
+from privateshared.bench.clembench.replay import (
     RecordedEpisode,
     ReplayOutcome,
     find_recorded_episodes,
     replay_episode,
 )
+from privateshared.bench.cli import main
+from privateshared.bench.reporting.record_files import read_interactions, read_requests
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import answerer_for
 from privateshared.domains.instances import (
     default_instance,
     playable_instances,

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 from privateshared.domains.instances import default_instance
 
 PRIVATESHARED = Path(sys.executable).parent / "privateshared"

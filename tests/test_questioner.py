@@ -23,8 +23,8 @@ from privateshared.agents.base import Player, PlayerReply, PlayerRequest, ToolCa
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
 from privateshared.agents.registry import resolve_questioner
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.fake_endpoint import FakeOpenAI
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.questioner_metrics import (

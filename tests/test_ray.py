@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from privateshared.agents.llm import ChatModelPlayer
-from privateshared.bench import cli
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
+from privateshared.bench.cli import run as cli_run
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 from tests.test_golden_records import PICTURES, digest
 
 ray = pytest.importorskip("ray")
@@ -83,13 +83,13 @@ def test_a_worker_killed_mid_episode_costs_only_that_episode(
     cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     written: Counter[Path] = Counter()
-    record = cli.record_episode
+    record = cli_run.record_episode
 
     def counted(episode: Any, *arguments: Any) -> Any:
         written[episode.folder] += 1
         return record(episode, *arguments)
 
-    monkeypatch.setattr(cli, "record_episode", counted)
+    monkeypatch.setattr(cli_run, "record_episode", counted)
     killed: list[int] = []
 
     def kill_one() -> None:

@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 from pydantic import JsonValue
 
-from privateshared.bench.prompt_parity import answerer_calls, compare_prompts, prompt_messages
+from privateshared.bench.clembench.prompt_parity import (
+    answerer_calls,
+    compare_prompts,
+    prompt_messages,
+)
 from privateshared.graph.record_formats import (
     RecordFormatError,
     parse_interactions,

@@ -17,9 +17,9 @@ import pytest
 
 from privateshared.agents.registry import resolve_answerer, resolve_questioner
 from privateshared.bench.cli import main
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_answerer
-from privateshared.bench.run import plan_episodes
+from privateshared.bench.running.plan import plan_episodes
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_answerer
 from privateshared.domains.instances import (
     default_instances_path,
     playable_instances,

@@ -15,9 +15,9 @@ import pytest
 from pydantic import JsonValue
 
 from privateshared.agents.base import PlayerReply, PlayerRequest, ToolCall
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.transcript_page import render_transcript
-from privateshared.bench.transcripts import write_transcripts
+from privateshared.bench.reporting.transcripts.index import write_transcripts
+from privateshared.bench.reporting.transcripts.page import render_transcript
+from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.records import Interactions

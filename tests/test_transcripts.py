@@ -20,13 +20,13 @@ import pytest
 from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest
 from privateshared.agents.baselines import OracleAnswerer
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.record_files import read_interactions
-from privateshared.bench.transcript_page import render_transcript
-from privateshared.bench.transcripts import TranscriptError, write_transcripts
+from privateshared.bench.reporting.record_files import read_interactions
+from privateshared.bench.reporting.transcripts.index import TranscriptError, write_transcripts
+from privateshared.bench.reporting.transcripts.page import render_transcript
+from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
-from privateshared.graph.recorder import write_json
+from privateshared.graph.files import write_json
 from privateshared.graph.records import CallFailure, EpisodeScores, Interactions
 from tests.conftest import REPO, SHARED_NEWER_RECORDS, SHARED_RECORDS
 

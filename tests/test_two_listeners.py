@@ -27,10 +27,10 @@ from privateshared.agents.baselines import (
     OracleAnswerer,
 )
 from privateshared.bench.cli import main
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.fake_endpoint import FakeOpenAI
-from privateshared.bench.fake_players import default_players
-from privateshared.bench.transcript_page import render_transcript
+from privateshared.bench.reporting.transcripts.page import render_transcript
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_players import default_players
 from privateshared.domains.instances import (
     GameInstance,
     default_instance,

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from privateshared.bench.run import Episode, Finished
-from privateshared.bench.workers import OnFinished, WorkerError, deal, play_in_workers
+from privateshared.bench.running.episodes import Finished
+from privateshared.bench.running.plan import Episode
+from privateshared.bench.running.workers import OnFinished, WorkerError, deal, play_in_workers
 
 
 def test_episodes_are_dealt_round_robin() -> None:

@@ -1,4 +1,4 @@
-"""A benchmark run: every instance of every experiment, played by every answerer, with records.
+"""Play episodes through the graph and keep their records, many at once.
 
 Episodes run concurrently in one event loop (up to `concurrency` at once, the models' episodes
 interleaved), and the probes of a round concurrently within an episode. Each episode's records
@@ -9,40 +9,51 @@ failed for good), so a run can be stopped at any moment: the same command plays 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from privateshared.agents.base import Player
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.layout import (
-    episode_dir,
-    experiment_dir,
-    pair_name,
-    write_experiment_file,
-)
-from privateshared.bench.transcripts import TRANSCRIPT_FILE, transcript_page
-from privateshared.domains.instances import ExperimentSpec, GameInstance
-from privateshared.graph.context import GameContext
-from privateshared.graph.recorder import SCORES_FILE, write_text
-from privateshared.graph.records import ABORTED, GAME_NAME, CallFailure
-from privateshared.graph.state import EpisodeState
+from pydantic import JsonValue
 
-Playable = Sequence[tuple[int, ExperimentSpec, Sequence[GameInstance]]]
+from privateshared.agents.base import Player
+from privateshared.bench.reporting.transcripts.index import TRANSCRIPT_FILE, transcript_page
+from privateshared.bench.running.plan import Episode
+from privateshared.domains.instances import GameInstance
+from privateshared.graph.builder import graph
+from privateshared.graph.context import GameContext
+from privateshared.graph.files import write_text
+from privateshared.graph.recorder import build_records, describe_players, write_episode
+from privateshared.graph.records import ABORTED, CallFailure
+from privateshared.graph.state import EpisodeRecords, EpisodeState
+
 Status = Literal["played", "aborted", "errored"]
 
 
-@dataclass(frozen=True)
-class Episode:
-    """One episode to play: who answers, which instance, where its records go."""
+async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeState:
+    """Run the graph from instructions to scores."""
+    start = EpisodeState(
+        instance=instance, experiment=instance.experiment, game_id=instance.game_id
+    )
+    values = await graph.ainvoke(start, context=context)
+    return EpisodeState.model_validate(values)
 
-    answerer: Player
-    pair: str
-    index: int
-    experiment: ExperimentSpec
-    instance: GameInstance
-    folder: Path
+
+def save_episode(
+    folder: Path, instance_spec: JsonValue, state: EpisodeState, context: GameContext
+) -> EpisodeRecords:
+    """Write the episode's records: scores.json last, or error.json when a call failed.
+    Returns the records written."""
+    # A scored episode carries the records it was scored from; one that failed is built here.
+    if state.records is not None:
+        interactions, calls = state.records.interactions, state.records.calls
+    else:
+        interactions, calls = build_records(state, describe_players(context))
+    outcome = state.error or state.scores
+    if outcome is None:
+        raise ValueError("the episode is neither scored nor failed; it did not reach its end")
+    write_episode(folder, instance_spec, interactions, calls, outcome)
+    return EpisodeRecords(interactions=interactions, calls=calls)
 
 
 @dataclass(frozen=True)
@@ -55,57 +66,6 @@ class Finished:
     """Model calls the episode made (its requests.json entries)."""
     error: CallFailure | None = None
     """Why an errored episode stopped."""
-
-
-def plan_episodes(
-    answerers: Sequence[Player],
-    questioner: Player,
-    playable: Playable,
-    results_dir: Path,
-    max_slots: Mapping[str, int] | None = None,
-) -> list[Episode]:
-    """Every (instance, answerer) pair, instance by instance so that the models interleave;
-    an answerer named in `max_slots` plays only instances of at most that many slots."""
-    limits = max_slots or {}
-    episodes = []
-    for index, experiment, instances in playable:
-        for instance in instances:
-            for answerer in answerers:
-                if len(instance.slots) > limits.get(answerer.name, len(instance.slots)):
-                    continue
-                pair = pair_name(answerer, questioner)
-                folder = episode_dir(results_dir, pair, index, experiment.name, instance.game_id)
-                episodes.append(Episode(answerer, pair, index, experiment, instance, folder))
-    return episodes
-
-
-def is_done(folder: Path) -> bool:
-    """Whether an episode was played to its end (scored). Errored episodes are played again."""
-    return (folder / SCORES_FILE).is_file()
-
-
-def remove_partial_writes(results_dir: Path) -> int:
-    """Delete temporary files that a killed run left half-written; return how many."""
-    leftovers = list(results_dir.glob(f"*/{GAME_NAME}/**/.*.tmp"))
-    for path in leftovers:
-        path.unlink(missing_ok=True)
-    return len(leftovers)
-
-
-def write_experiment_files(
-    episodes: Sequence[Episode], questioner: Player, results: Path, judge: Player | None = None
-) -> None:
-    """experiment.json in every experiment folder the episodes play in."""
-    seen = set()
-    for episode in episodes:
-        folder = experiment_dir(results, episode.pair, episode.index, episode.experiment.name)
-        if folder in seen:
-            continue
-        seen.add(folder)
-        write_experiment_file(
-            folder, episode.experiment.name, episode.experiment.domain, episode.pair,
-            episode.answerer, questioner, judge,
-        )  # fmt: skip
 
 
 def status_of(state: EpisodeState) -> Status:

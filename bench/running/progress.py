@@ -7,7 +7,7 @@ import sys
 
 from tqdm import tqdm
 
-from privateshared.bench.run import Finished
+from privateshared.bench.running.episodes import Finished
 
 
 class ProgressBar:

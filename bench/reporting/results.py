@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from privateshared.bench.evaluate import (
+from privateshared.bench.reporting.evaluate import (
     Aggregate,
     EpisodeRecord,
     Evaluation,
@@ -28,8 +28,8 @@ from privateshared.bench.evaluate import (
     group_episodes,
     mean,
 )
-from privateshared.bench.plots import plot_accuracy_by_round, plot_questioner_by_turn
-from privateshared.graph.recorder import write_json, write_text
+from privateshared.bench.reporting.plots import plot_accuracy_by_round, plot_questioner_by_turn
+from privateshared.graph.files import write_json, write_text
 from privateshared.graph.records import (
     ABORTED,
     ACCURACY,

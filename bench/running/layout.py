@@ -12,7 +12,7 @@ from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.graph.context import now_iso
-from privateshared.graph.recorder import write_json
+from privateshared.graph.files import write_json
 from privateshared.graph.records import GAME_NAME
 
 DEFAULT_RESULTS_DIR = Path("records")

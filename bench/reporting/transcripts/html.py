@@ -2,8 +2,8 @@
 
 The pages are self-contained (inline CSS, no JavaScript) and every recorded text goes through
 `escape_text`: records hold model output. Besides the stylesheet this holds how a record's event
-and score are turned into text, the same on the transcript pages (transcript_page.py,
-transcript_calls.py and transcript_probes.py) and on the index (transcripts.py).
+and score are turned into text, the same on the transcript pages (page.py,
+calls.py and probes.py) and on the index (index.py).
 """
 
 from __future__ import annotations

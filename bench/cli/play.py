@@ -8,8 +8,10 @@ episode ends, so Ctrl-C leaves no records, and the next `play` starts a new epis
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
+import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -20,15 +22,29 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 from pydantic import BaseModel, JsonValue
 
-from privateshared.agents.human import Seat, format_problem
+from privateshared.agents.human import HumanPlayer, Seat, format_problem
 from privateshared.agents.llm import ChatModelPlayer
-from privateshared.bench.episodes import save_episode
-from privateshared.bench.layout import write_experiment_file
-from privateshared.bench.transcripts import TRANSCRIPT_FILE, transcript_page
-from privateshared.domains.instances import ExperimentSpec, GameInstance
+from privateshared.agents.registry import HUMAN
+from privateshared.bench.cli.report import report
+from privateshared.bench.cli.usage import UsageError, check_writable
+from privateshared.bench.reporting.transcripts.index import TRANSCRIPT_FILE, transcript_page
+from privateshared.bench.running.cast import Role, player
+from privateshared.bench.running.episodes import save_episode
+from privateshared.bench.running.layout import episode_dir, pair_name, write_experiment_file
+from privateshared.bench.running.plan import Playable
+from privateshared.domains.instances import (
+    ExperimentSpec,
+    GameInstance,
+    default_instances_path,
+    playable_instances,
+    read_instances,
+    two_listener_instances_path,
+)
+from privateshared.domains.loader import load_domains
 from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext
-from privateshared.graph.recorder import write_text
+from privateshared.graph.files import write_text
+from privateshared.graph.recorder import SCORES_FILE
 from privateshared.graph.records import (
     ABORTED,
     ACCURACY,
@@ -209,3 +225,52 @@ def outcome(state: EpisodeState) -> str:
         return f"Aborted: {state.abort_reason}."
     shown = (MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY)
     return "Played. " + ", ".join(f"{name} {float(scores[name]):.2f}" for name in shown)
+
+
+def play_command(args: argparse.Namespace) -> int:
+    """One episode with a person in a seat, saved like any run's."""
+    person = HumanPlayer(args.seat, name=args.name)
+    partner_role: Role = "questioner" if args.seat == "answerer" else "answerer"
+    partner_name = args.questioner if args.seat == "answerer" else args.model
+    if partner_name == HUMAN:
+        raise UsageError("one seat is yours; name a program or a model for the other")
+    partner = player(args, partner_name, partner_role, {})
+    if partner is None:
+        raise UsageError(f"play does not start local models; serve {partner_name} (e.g. "
+                         "llama-server) and pass its name and --base-url")  # fmt: skip
+    answerer, questioner = (person, partner) if args.seat == "answerer" else (partner, person)
+    pair = pair_name(answerer, questioner)
+    try:
+        index, spec, instance = choose_instance(
+            everything_playable(), args.experiment, args.game_id,
+            lambda i, name, game: (episode_dir(args.results_dir, pair, i, name, game)
+                                   / SCORES_FILE).is_file(),
+            random.Random(),
+        )  # fmt: skip
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    check_writable(args.results_dir)
+    context = GameContext(answerer=answerer, questioner=questioner)
+    if isinstance(partner, ChatModelPlayer):
+        partner.check()  # one call, before the person starts
+    try:
+        state = play_in_terminal(instance, context, args.seat, input, print)
+    except (KeyboardInterrupt, EOFError):
+        print("\nprivateshared: stopped; this episode was not saved, and the next `play` starts "
+              "a new one", file=sys.stderr)  # fmt: skip
+        return 130
+    folder = episode_dir(args.results_dir, pair, index, spec.name, instance.game_id)
+    replaced = (folder / SCORES_FILE).is_file()
+    save_game(args.results_dir, folder, spec, state, context)
+    print(f"\n{outcome(state)}")
+    print(f"records: {folder}{' (replacing your earlier game)' if replaced else ''}")
+    report(args.results_dir)
+    return 0
+
+
+def everything_playable() -> Playable:
+    """Every shipped experiment, classic and two-listener."""
+    playable = []
+    for path in (default_instances_path(), two_listener_instances_path()):
+        playable += playable_instances(read_instances(path), load_domains(), source=str(path))
+    return playable

@@ -3,7 +3,7 @@
 Each round is folded from its probing events ("probe question", "probe answer", "parse",
 "check") into one entry per probe with its tries, then completed from interactions.json's
 `probes` list: our records name each probe's slot, round and truth in extra keys, clembench's
-do not, so those come from that list, in the order the probes were asked. transcript_page.py
+do not, so those come from that list, in the order the probes were asked. page.py
 places each rendered round under the turn in which it was played.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from privateshared.bench.transcript_html import escape_text, event_extra, event_text
+from privateshared.bench.reporting.transcripts.html import escape_text, event_extra, event_text
 from privateshared.graph.records import Event, ProbeEntry
 
 VALID_PROBE_ANSWERS = frozenset({"yes", "no"})

@@ -26,7 +26,7 @@ from privateshared.agents.registry import (
     resolve_questioner,
 )
 from privateshared.agents.throttle import ThrottledPlayer
-from privateshared.bench.local_model import LocalServer, is_local_model
+from privateshared.bench.running.local_model import LocalServer, is_local_model
 
 DEFAULT_MODELS = ("smollm2", "oracle", "mock")
 DEFAULT_MAX_SLOTS = {"smollm2": 5}

@@ -25,8 +25,9 @@ from multiprocessing.queues import Queue
 from queue import Empty
 from typing import TYPE_CHECKING
 
-from privateshared.bench.processes import die_with_parent
-from privateshared.bench.run import Episode, Finished, Status
+from privateshared.bench.running.episodes import Finished, Status
+from privateshared.bench.running.plan import Episode
+from privateshared.bench.running.processes import die_with_parent
 from privateshared.graph.records import CallFailure
 
 WAKE_UP = 1.0

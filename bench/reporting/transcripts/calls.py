@@ -7,7 +7,7 @@ master checked (the recorder's docstring lists the keys). A reply is drawn as on
 bubble: the question it asked, its text if it wrote any, and its calls, one compact line each
 (`record(from = "Lisbon")  ✓ true value`). The belief state it recorded is read back for the
 header. clembench's records have no tool calls: their questioner's message is the question.
-transcript_page.py places the bubbles in the dialogue and the belief in the header.
+page.py places the bubbles in the dialogue and the belief in the header.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from privateshared.bench.transcript_html import escape_text, event_extra, event_text
+from privateshared.bench.reporting.transcripts.html import escape_text, event_extra, event_text
 from privateshared.graph.records import QUESTIONER, Event
 
 TOOL_CALL = "tool call"

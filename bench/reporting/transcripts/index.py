@@ -2,7 +2,7 @@
 
 `write_transcripts` reads every episode folder (interactions.json, scores.json or error.json,
 instance.json), ours or clembench's, writes one readable HTML page per episode
-(transcript.html, drawn by transcript_page.py) and an index of the whole folder (index.html,
+(transcript.html, drawn by page.py) and an index of the whole folder (index.html,
 drawn here): every model's episodes with their status, Main Score and a link to the page.
 """
 
@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 from pydantic import JsonValue, ValidationError
 
-from privateshared.bench.record_files import RecordsError, read_interactions
-from privateshared.bench.transcript_html import CSS, escape_text, format_score
-from privateshared.bench.transcript_page import Status, episode_status, render_transcript
-from privateshared.graph.recorder import write_text
+from privateshared.bench.reporting.record_files import RecordsError, read_interactions
+from privateshared.bench.reporting.transcripts.html import CSS, escape_text, format_score
+from privateshared.bench.reporting.transcripts.page import Status, episode_status, render_transcript
+from privateshared.graph.files import write_text
 from privateshared.graph.records import (
     GAME_NAME,
     MAIN_SCORE,

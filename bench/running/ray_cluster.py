@@ -23,10 +23,10 @@ from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_model
 from privateshared.agents.throttle import ThrottledPlayer
-from privateshared.bench.cast import Cast
-from privateshared.bench.episodes import play_episode
-from privateshared.bench.layout import model_spec_of
-from privateshared.bench.run import Episode, Finished
+from privateshared.bench.running.cast import Cast
+from privateshared.bench.running.episodes import Finished, play_episode
+from privateshared.bench.running.layout import model_spec_of
+from privateshared.bench.running.plan import Episode
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.state import EpisodeState

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from privateshared.bench.record_files import RecordsError, read_interactions
-from privateshared.graph.recorder import INTERACTIONS_FILE, SCORES_FILE, write_json
+from privateshared.bench.reporting.record_files import RecordsError, read_interactions
+from privateshared.graph.files import write_json
+from privateshared.graph.recorder import INTERACTIONS_FILE, SCORES_FILE
 from privateshared.graph.records import GAME_NAME
 from privateshared.graph.scoring import score_interactions
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from privateshared.bench.evaluate import Evaluation, RoundAccuracy
-from privateshared.graph.recorder import write_text
+from privateshared.bench.reporting.evaluate import Evaluation, RoundAccuracy
+from privateshared.graph.files import write_text
 
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
 QUESTIONER_TITLE = "Questioner: slot accuracy per turn"

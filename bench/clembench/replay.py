@@ -16,17 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from privateshared.agents.replay import ReplayAnswerer, ReplayError
-from privateshared.bench.episodes import play_episode, save_episode
-from privateshared.bench.layout import write_experiment_file
-from privateshared.bench.prompt_parity import PromptComparison, answerer_calls, compare_prompts
-from privateshared.bench.record_files import (
+from privateshared.bench.clembench.prompt_parity import (
+    PromptComparison,
+    answerer_calls,
+    compare_prompts,
+)
+from privateshared.bench.clembench.replay_answerer import ReplayAnswerer, ReplayError
+from privateshared.bench.reporting.record_files import (
     RecordsError,
     read_interactions,
     read_player_requests,
     read_requests,
     read_scores,
 )
+from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.running.layout import write_experiment_file
 from privateshared.domains.clembench_texts import (
     PhrasingLookup,
     ResourcesError,

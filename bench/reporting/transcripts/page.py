@@ -3,9 +3,9 @@
 A transcript is drawn from an episode's records after the game (interactions.json, scores.json
 or error.json, instance.json), ours or clembench's: a header with the scores (or why there are
 none), the answerer's private values and what the questioner recorded of them, then the dialogue
-as chat bubbles, the questioner's function calls in its bubbles (transcript_calls.py draws
-them), each turn's probing round folded under it (transcript_probes.py draws the rounds).
-transcripts.py reads the episode folders and writes the pages; this module only turns records
+as chat bubbles, the questioner's function calls in its bubbles (calls.py draws
+them), each turn's probing round folded under it (probes.py draws the rounds).
+index.py reads the episode folders and writes the pages; this module only turns records
 into HTML.
 """
 
@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import JsonValue
 
-from privateshared.bench.transcript_calls import (
+from privateshared.bench.reporting.transcripts.calls import (
     TOOL_CALL,
     asked_slot,
     belief,
@@ -27,14 +27,14 @@ from privateshared.bench.transcript_calls import (
     render_step,
     step_turn,
 )
-from privateshared.bench.transcript_html import (
+from privateshared.bench.reporting.transcripts.html import (
     CSS,
     escape_text,
     event_extra,
     event_text,
     format_score,
 )
-from privateshared.bench.transcript_probes import render_round
+from privateshared.bench.reporting.transcripts.probes import render_round
 from privateshared.graph.perspective import (
     PERSPECTIVE_ACCURACY,
     TRANSFER_COMPLETENESS,

@@ -1,0 +1,92 @@
+"""The `privateshared` command: run, play, score, eval, transcribe, replay, instances, domains.
+
+`main` parses the command line (parser.py) and hands it to the command's module: run.py plays
+the benchmark, play.py seats a person in the terminal, report.py evaluates and draws a results
+folder, replay.py replays clembench's records, domains.py makes instances and checks domains.
+
+Bad input ends the command with one line on stderr naming the problem and the fix (exit 2);
+model calls that still fail after their retries end it with one line too (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+import httpx
+import openai
+
+from privateshared.agents.llm import PlayerConfigError
+from privateshared.agents.model_registry import RegistryError, read_registry
+from privateshared.bench.clembench.replay_answerer import ReplayError
+from privateshared.bench.cli.domains import check_command, instances_command
+from privateshared.bench.cli.parser import build_parser
+from privateshared.bench.cli.play import play_command
+from privateshared.bench.cli.replay import replay_command
+from privateshared.bench.cli.report import eval_command, score_command, transcribe_command
+from privateshared.bench.cli.run import run_command
+from privateshared.bench.cli.usage import UsageError
+from privateshared.bench.reporting.evaluate import ResultsError
+from privateshared.bench.reporting.record_files import RecordsError
+from privateshared.bench.reporting.transcripts.index import TranscriptError
+from privateshared.bench.running.cast import CastError
+from privateshared.bench.running.local_model import LocalModelError
+from privateshared.bench.running.ray_cluster import RayError
+from privateshared.bench.running.workers import WorkerError
+from privateshared.domains.clembench_texts import ResourcesError
+from privateshared.domains.instances import InstancesError
+from privateshared.domains.loader import DomainError
+
+__all__ = ["main"]
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": run_command,
+    "play": play_command,
+    "score": score_command,
+    "eval": eval_command,
+    "transcribe": transcribe_command,
+    "replay": replay_command,
+    "instances": instances_command,
+    "domains": check_command,
+}
+
+BAD_INPUT = (
+    UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
+    TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError, RegistryError,
+    RayError,
+)  # fmt: skip
+"""Errors whose message is one line naming the problem and its fix."""
+PLAYER_FAILURES = (openai.APIError, httpx.HTTPError, ReplayError, TimeoutError, ConnectionError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = build_parser().parse_args(argv)
+    args.registry = {}
+    try:
+        if getattr(args, "registry_file", None) is not None:
+            args.registry = read_registry(args.registry_file)
+        return COMMANDS[args.command](args)
+    except BAD_INPUT as error:
+        print(f"privateshared: error: {error}", file=sys.stderr)
+        return 2
+    except PLAYER_FAILURES as error:
+        print(
+            f"privateshared: error: a player failed after its retries ({type(error).__name__}: "
+            f"{error}); finished episodes are kept, check the endpoint and run again",
+            file=sys.stderr,
+        )
+        return 1
+    except OSError as error:  # a folder that cannot be written, a disk that is full
+        where = error.filename or "a file"
+        print(f"privateshared: error: cannot write {where} ({error.strerror}); "
+              "check the folder's permissions and free space", file=sys.stderr)  # fmt: skip
+        return 2
+    except KeyboardInterrupt:
+        print("privateshared: interrupted; finished episodes are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""The command line's words: every command, option, help text and default, in one tree.
+
+Each command's handler (run.py, play.py, report.py, replay.py, domains.py) reads the namespace
+this parser makes; `--help` shows every default (the formatter below adds it where the help text
+does not say it already).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from privateshared.agents.registry import HUMAN, PROGRAMMATIC_ANSWERERS
+from privateshared.bench.running.cast import DEFAULT_MODELS
+from privateshared.bench.running.layout import DEFAULT_RESULTS_DIR
+from privateshared.bench.running.workers import default_workers
+from privateshared.domains.instances import DEFAULT_PER_DOMAIN, DEFAULT_SEED
+
+
+class _HelpWithDefaults(argparse.HelpFormatter):
+    """argparse's ArgumentDefaultsHelpFormatter, but silent where there is nothing to say (no
+    default, a flag) or where the help text names the default itself."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or action.nargs == 0
+        ):
+            return text
+        return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
+) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+        formatter_class=_HelpWithDefaults,
+    )  # fmt: skip
+
+
+def _model_options(command: argparse.ArgumentParser, roles: str) -> None:
+    """Where and how the models of a command are called; `roles` names the options that pick
+    models, for the registry's help."""
+    command.add_argument(
+        "--models", type=Path, dest="registry_file", metavar="FILE",
+        help="model registry (JSON or YAML): per model its id, endpoint, key variable and "
+        f"settings; {roles} then name its entries",
+    )  # fmt: skip
+    command.add_argument(
+        "--base-url", metavar="URL",
+        help="OpenAI-compatible endpoint of the models named, e.g. http://localhost:8000/v1 "
+        "(default: OpenAI's, or OPENAI_BASE_URL)",
+    )  # fmt: skip
+    command.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+        help="environment variable holding the API key",
+    )  # fmt: skip
+    command.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature of every model call"
+    )
+    command.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="seconds per model call"
+    )
+    command.add_argument(
+        "--max-retries", type=int, default=3, metavar="N",
+        help="retries of a failed model call, with backoff",
+    )  # fmt: skip
+
+
+def _results_dir(command: argparse.ArgumentParser, what: str) -> None:
+    command.add_argument(
+        "--results-dir", type=Path, default=DEFAULT_RESULTS_DIR, metavar="DIR", help=what
+    )
+
+
+def _instances_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--instances", type=Path, metavar="FILE",
+        help="instances file (default: the shipped classic benchmark, domains/instances.json)",
+    )  # fmt: skip
+    command.add_argument(
+        "--resources", type=Path, metavar="DIR",
+        help="clembench's privateshared/resources/texts, to play clembench's instances with "
+        "clembench's own texts",
+    )  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `privateshared` command and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="privateshared",
+        description="Scorekeeping benchmark: does a chat model know what is private and what is "
+        "shared in a conversation?",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = _command(commands, "run", "play every instance with the given models")
+    run.add_argument(
+        "--model", action="append", dest="models", metavar="NAME",
+        help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
+        "run here by llama.cpp), local:PATH.gguf, a registry entry, or a model served at "
+        f"--base-url (repeatable; default: {' '.join(DEFAULT_MODELS)}, SmolLM2 on the 5-slot "
+        "experiments only)",
+    )  # fmt: skip
+    run.add_argument(
+        "--questioner", default="programmatic", metavar="NAME",
+        help="who asks: programmatic, or a model (any name --model takes except the "
+        "programmatic answerers), which plays through function calls",
+    )  # fmt: skip
+    run.add_argument(
+        "--judge", metavar="NAME",
+        help="a model that rates every question of the questioner from 1 to 5 (default: none)",
+    )  # fmt: skip
+    _model_options(run, "--model, --questioner and --judge")
+    run.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="episodes played at once"
+    )
+    run.add_argument(
+        "--workers", type=int, metavar="N",
+        help="worker processes playing the episodes (default: one per core, here "
+        f"{default_workers()}; one when a model runs on this machine, whose server needs the "
+        "cores)",
+    )  # fmt: skip
+    run.add_argument(
+        "--max-concurrent-calls", type=int, metavar="N",
+        help="at most N calls under way per model (default: no limit)",
+    )  # fmt: skip
+    run.add_argument(
+        "--rerun", action="store_true",
+        help="play episodes again even when their records are complete",
+    )  # fmt: skip
+    _instances_options(run)
+    run.add_argument(
+        "--experiment", action="append", dest="experiments", metavar="NAME",
+        help="play only this experiment (repeatable); names the shipped two-listener "
+        "experiments too",
+    )  # fmt: skip
+    _results_dir(run, "where records, results and transcripts go")
+    run.add_argument(
+        "--ray", metavar="ADDRESS",
+        help="spread the episodes over a Ray cluster: auto (the cluster this machine joined) or "
+        "its address, e.g. ray://head:10001 (needs the ray extra)",
+    )  # fmt: skip
+    run.add_argument(
+        "--sequential-probes", action="store_true",
+        help="probe one slot at a time and stop at the first failure, as clembench does",
+    )  # fmt: skip
+
+    play = _command(
+        commands, "play", "play one episode yourself in the terminal, as answerer or questioner"
+    )
+    play.add_argument(
+        "--as", dest="seat", choices=("answerer", "questioner"), required=True,
+        help="your seat",
+    )  # fmt: skip
+    play.add_argument(
+        "--experiment", metavar="NAME", help="an experiment, classic or two-listener (default: any)"
+    )
+    play.add_argument("--game-id", type=int, metavar="N", help="a game id (default: any)")
+    play.add_argument("--name", default=HUMAN, help="your name in the records")
+    play.add_argument(
+        "--questioner", default="programmatic", metavar="NAME",
+        help="with --as answerer: who asks, programmatic or a model (at --base-url, or a "
+        "registry entry)",
+    )  # fmt: skip
+    play.add_argument(
+        "--model", default="oracle", metavar="NAME",
+        help="with --as questioner: who answers, oracle, one-listener, mock, or a model (at "
+        "--base-url, or a registry entry)",
+    )  # fmt: skip
+    _model_options(play, "--model and --questioner")
+    _results_dir(play, "where your episode's records go")
+
+    score = _command(commands, "score", "re-score a results folder from its interactions.json")
+    score.add_argument(
+        "results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
+        help="a results folder, ours or clembench's",
+    )  # fmt: skip
+
+    evaluation = _command(
+        commands,
+        "eval",
+        "aggregate a results folder: tables (md, csv, json), clembench's csv, plots",
+    )
+    evaluation.add_argument(
+        "results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
+        help="a results folder, ours or clembench's",
+    )  # fmt: skip
+
+    transcribe = _command(
+        commands, "transcribe", "write a transcript.html per episode and an index.html"
+    )
+    transcribe.add_argument(
+        "results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
+        help="a results folder, ours or clembench's",
+    )  # fmt: skip
+
+    replay = _command(
+        commands, "replay",
+        "replay clembench records (either layout) and compare their scores and prompts",
+    )  # fmt: skip
+    replay.add_argument("source", type=Path, help="a clembench results folder")
+    replay.add_argument(
+        "--instances", type=Path, required=True, metavar="FILE",
+        help="the instances file the records were played on",
+    )  # fmt: skip
+    replay.add_argument(
+        "--results-dir", type=Path, required=True, metavar="DIR",
+        help="where the replayed episodes' records go",
+    )  # fmt: skip
+    replay.add_argument(
+        "--resources", type=Path, metavar="DIR",
+        help="clembench's privateshared/resources/texts: plays the recorded instances with "
+        "clembench's own texts and compares every answerer message with requests.json",
+    )  # fmt: skip
+
+    instances = _command(commands, "instances", "generate an instances file")
+    instances.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
+    instances.add_argument(
+        "--per-domain", type=int, default=DEFAULT_PER_DOMAIN, metavar="N",
+        help="instances per domain (per experiment)",
+    )  # fmt: skip
+    instances.add_argument(
+        "--domains", type=Path, metavar="DIR",
+        help="a folder of domain folders, or one domain folder (default: the shipped domains)",
+    )  # fmt: skip
+    instances.add_argument("--out", default="-", metavar="FILE", help="output file, - for stdout")
+    instances.add_argument(
+        "--two-listeners", action="store_true",
+        help="the two-listener experiments (late joiner, handover) of every domain with a "
+        "second listener, as in domains/instances_two_listeners.json",
+    )  # fmt: skip
+
+    domains = _command(commands, "domains", "work with domain folders")
+    domain_commands = domains.add_subparsers(
+        dest="domains_command", required=True, metavar="ACTION"
+    )
+    check = _command(
+        domain_commands, "check", "validate a domain folder or a folder of them, every problem"
+    )
+    check.add_argument("path", type=Path, help="a domain folder, or a folder of domain folders")
+    return parser

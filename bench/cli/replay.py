@@ -1,0 +1,44 @@
+"""`privateshared replay`: recorded clembench episodes played again through our game master."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from privateshared.bench.clembench.replay import (
+    ReplayOutcome,
+    describe_outcome,
+    find_recorded_episodes,
+    replay_episode,
+    summarise,
+)
+from privateshared.bench.cli.usage import UsageError, check_writable
+from privateshared.domains.clembench_texts import REPROMPTS_FILE
+from privateshared.domains.instances import read_instances
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    instances = read_instances(args.instances)
+    if not args.source.is_dir():
+        raise UsageError(f"{args.source}: not a folder; pass a clembench results folder")
+    if args.resources is not None and not (args.resources / REPROMPTS_FILE).is_file():
+        raise UsageError(
+            f"{args.resources}: no {REPROMPTS_FILE} here; pass clembench's "
+            "privateshared/resources/texts folder as --resources"
+        )
+    episodes = find_recorded_episodes(args.source)
+    if not episodes:
+        raise UsageError(f"{args.source}: no privateshared episodes with an interactions.json")
+    check_writable(args.results_dir)
+
+    async def replay_all() -> list[ReplayOutcome]:
+        outcomes = []
+        for episode in episodes:
+            outcome = await replay_episode(episode, instances, args.results_dir, args.resources)
+            print("\n".join(describe_outcome(outcome)))
+            outcomes.append(outcome)
+        return outcomes
+
+    outcomes = asyncio.run(replay_all())
+    print(f"\n{summarise(outcomes, args.resources)}; records in {args.results_dir}/")
+    return 0 if all(o.verdict in ("reproduced", "unreferenced") for o in outcomes) else 1

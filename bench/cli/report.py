@@ -1,0 +1,63 @@
+"""`privateshared eval`, `transcribe` and `score`, and the report every run and game ends with.
+
+The report reads the whole results folder back (reporting/), so it covers every episode there,
+also those of earlier runs into the same folder; it says so when this run played only part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from privateshared.bench.cli.usage import UsageError
+from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate
+from privateshared.bench.reporting.rescore import rescore
+from privateshared.bench.reporting.results import format_table, write_results
+from privateshared.bench.reporting.transcripts.index import INDEX_FILE, write_transcripts
+
+
+def report(results_dir: Path) -> None:
+    """Evaluate the results folder, write its tables, plots and transcripts, print the table."""
+    evaluate_folder(results_dir)
+    report_unreadable(write_transcripts(results_dir, stale_only=True).unreadable)
+    print(f"transcripts: open {results_dir / INDEX_FILE}")
+
+
+def evaluate_folder(results_dir: Path) -> Evaluation:
+    """Evaluate every episode of `results_dir`, write the result files, print the table."""
+    if not results_dir.is_dir():
+        raise UsageError(f"{results_dir}: not a folder; pass a results folder such as records/")
+    evaluation = evaluate(collect(results_dir))
+    written = write_results(results_dir, evaluation)
+    print(format_table(evaluation))
+    print(f"\nresults: {', '.join(path.name for path in written)} in {results_dir}/")
+    return evaluation
+
+
+def report_unreadable(lines: Sequence[str]) -> int:
+    """One line per record file that could not be read; the exit status says whether any."""
+    for line in lines:
+        print(f"privateshared: skipped: {line}", file=sys.stderr)
+    return 1 if lines else 0
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    evaluate_folder(args.results_dir)
+    return 0
+
+
+def transcribe_command(args: argparse.Namespace) -> int:
+    if not args.results_dir.is_dir():
+        raise UsageError(f"{args.results_dir}: not a folder; pass a results folder")
+    transcribed = write_transcripts(args.results_dir)
+    pages = len(transcribed.written) - 1
+    print(f"wrote {pages} transcripts; open {args.results_dir / INDEX_FILE}")
+    return report_unreadable(transcribed.unreadable)
+
+
+def score_command(args: argparse.Namespace) -> int:
+    rescored = rescore(args.results_dir)
+    print(f"re-scored {len(rescored.episodes)} episodes under {args.results_dir}")
+    return report_unreadable(rescored.unreadable)

@@ -1,0 +1,25 @@
+"""After a run, over its records: evaluation, result tables, plots, transcripts, re-scoring.
+
+Everything here reads records back from a results folder (ours or clembench's), so it works the
+same on a run that just ended, an old one, or published clembench records.
+
+- `record_files.py`: reading an episode's record files, ours or clembench's, either layout.
+- `evaluate.py`: every episode folder read back and aggregated (dataset, episode, turn levels).
+- `results.py`: the result files (results.md, results.json, episodes.csv, clembench's raw.csv
+  and results.csv) and the terminal table; `plots.py` draws the SVG plots.
+- `transcripts/`: a self-contained HTML page per episode and an index.
+- `rescore.py`: scores.json recomputed from interactions.json.
+"""
+
+from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate
+from privateshared.bench.reporting.results import format_table, write_results
+from privateshared.bench.reporting.transcripts import write_transcripts
+
+__all__ = [
+    "Evaluation",
+    "collect",
+    "evaluate",
+    "format_table",
+    "write_results",
+    "write_transcripts",
+]

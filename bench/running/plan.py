@@ -1,0 +1,81 @@
+"""What a run plays: every instance of every experiment, by every answerer, and what is left.
+
+`plan_episodes` lists the (instance, answerer) pairs in the order they are dealt out, each with
+the folder its records go to; an episode whose scores.json is on disk is done (`is_done`), so
+the same command after a crash plays only what is missing. episodes.py plays them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from privateshared.agents.base import Player
+from privateshared.bench.running.layout import (
+    episode_dir,
+    experiment_dir,
+    pair_name,
+    write_experiment_file,
+)
+from privateshared.domains.instances import ExperimentSpec, GameInstance
+from privateshared.graph.recorder import SCORES_FILE
+
+Playable = Sequence[tuple[int, ExperimentSpec, Sequence[GameInstance]]]
+"""Experiments to play: each with its index (its place in the instances file, which names its
+folder) and its instances."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One episode to play: who answers, which instance, where its records go."""
+
+    answerer: Player
+    pair: str
+    index: int
+    experiment: ExperimentSpec
+    instance: GameInstance
+    folder: Path
+
+
+def plan_episodes(
+    answerers: Sequence[Player],
+    questioner: Player,
+    playable: Playable,
+    results_dir: Path,
+    max_slots: Mapping[str, int] | None = None,
+) -> list[Episode]:
+    """Every (instance, answerer) pair, instance by instance so that the models interleave;
+    an answerer named in `max_slots` plays only instances of at most that many slots."""
+    limits = max_slots or {}
+    episodes = []
+    for index, experiment, instances in playable:
+        for instance in instances:
+            for answerer in answerers:
+                if len(instance.slots) > limits.get(answerer.name, len(instance.slots)):
+                    continue
+                pair = pair_name(answerer, questioner)
+                folder = episode_dir(results_dir, pair, index, experiment.name, instance.game_id)
+                episodes.append(Episode(answerer, pair, index, experiment, instance, folder))
+    return episodes
+
+
+def is_done(folder: Path) -> bool:
+    """Whether an episode was played to its end (scored). Errored episodes are played again."""
+    return (folder / SCORES_FILE).is_file()
+
+
+def write_experiment_files(
+    episodes: Sequence[Episode], questioner: Player, results: Path, judge: Player | None = None
+) -> None:
+    """experiment.json in every experiment folder the episodes play in."""
+    seen = set()
+    for episode in episodes:
+        folder = experiment_dir(results, episode.pair, episode.index, episode.experiment.name)
+        if folder in seen:
+            continue
+        seen.add(folder)
+        write_experiment_file(
+            folder, episode.experiment.name, episode.experiment.domain, episode.pair,
+            episode.answerer, questioner, judge,
+        )  # fmt: skip

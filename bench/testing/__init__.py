@@ -1,0 +1,14 @@
+"""The testing kit, which users run too: a fake OpenAI-compatible endpoint and perfect players.
+
+- `fake_endpoint.py`: a chat-completions server on 127.0.0.1 (standard library only) with a
+  latency per call and injectable faults. `python -m privateshared.bench.testing.fake_endpoint`
+  serves perfect players, so `privateshared run --model fake-model --base-url URL` tries the
+  whole model path without a key or a network.
+- `fake_players.py`: those players (answerer, questioner, judge), reading only what a model
+  would read.
+"""
+
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault
+from privateshared.bench.testing.fake_players import default_players
+
+__all__ = ["FakeOpenAI", "Fault", "default_players"]
