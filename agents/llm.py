@@ -291,7 +291,8 @@ class ChatModelPlayer:
                 completion, text, calls = read_completion(content)
             except Exception as error:
                 if not is_transient(error) or tries > self.spec.max_retries:
-                    raise self._failure(error, tries) from error
+                    # from None: the original error may carry the key a server echoed.
+                    raise self._failure(error, tries) from None
                 await asyncio.sleep(retry_delay(error, tries, self.spec.retry_backoff))
                 continue
             return PlayerReply(text=text, prompt=messages, raw=completion, tool_calls=calls)

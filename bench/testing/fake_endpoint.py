@@ -5,7 +5,7 @@ Events when the body asks for `"stream": true`) from a thread, using only the st
 so the real HTTP path through the openai client runs without the internet.
 The replies come from a plain function of the messages (`fake_players.answerer_for` builds one
 that plays the answerer perfectly). A latency per call and injected faults (HTTP errors, hangs,
-resets, malformed bodies) make it a test bed for the runner.
+resets, malformed bodies, errors that echo the key) make it a test bed for the runner.
 
     python -m privateshared.bench.testing.fake_endpoint --latency 0.1
 
@@ -44,6 +44,10 @@ class Fault:
     status: int = 500
     headers: Mapping[str, str] = field(default_factory=dict)
     """Extra response headers for a status fault, e.g. {"Retry-After": "1"}."""
+    echo_key: bool = False
+    """For a status fault: the error message repeats the key the request was sent with (its
+    Authorization header), as some providers do ("Incorrect API key provided: sk-..."), so a
+    test can check that no key reaches the records or the output."""
 
 
 FaultPlan = Callable[[int], "Fault | None"]
@@ -250,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.delay and fake._stopping.wait(fake.delay):
             return  # stopping: the client gave up long ago
         if entry["fault"] is not None:
-            self._misbehave(entry["fault"])
+            self._misbehave(entry["fault"], headers)
             return
         completion_id, text = entry["completion_id"], entry["reply"]
         model = body.get("model", "fake-model")
@@ -265,11 +269,14 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up; nothing left to tell it
 
-    def _misbehave(self, fault: Fault) -> None:
-        """Answer as `fault` says."""
+    def _misbehave(self, fault: Fault, headers: Mapping[str, str]) -> None:
+        """Answer as `fault` says; `headers` are the request's, names lower-cased."""
         if fault.kind == "status":
-            error = _error(f"injected fault {fault.status}", "server_error")
-            self._send_json(fault.status, error, fault.headers)
+            message = f"injected fault {fault.status}"
+            if fault.echo_key:
+                key = headers.get("authorization", "").removeprefix("Bearer ")
+                message += f": Incorrect API key provided: {key}"
+            self._send_json(fault.status, _error(message, "server_error"), fault.headers)
         elif fault.kind == "hang":
             self.server.fake._stopping.wait()  # until the server stops; the client times out
             self.close_connection = True
