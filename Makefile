@@ -1,12 +1,13 @@
 # make run: set up a virtual environment and play the benchmark with the default players
 #           (SmolLM2 run here by llama.cpp, the oracle and the mock).
-# make test: set up the same environment with the test tools and run every test.
+# make test: set up the same environment with the test tools (and Chromium, for the browser
+#            test, where this shell may install it) and run every test.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-local run test lint clean
+.PHONY: install install-local run test lint clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +29,21 @@ install-local: $(VENV)/.installed-run
 run: $(VENV)/.installed-run
 	$(BIN)/privateshared run
 
-test: $(VENV)/.installed-test
+# The transcript pages are checked in headless Chromium (tests/test_transcripts.py). Where it is
+# missing and this shell may install Debian packages (root with apt-get, as in CI), it is
+# installed; elsewhere the line below says how, and the browser test skips.
+BROWSERS := chromium chromium-browser google-chrome
+browser:
+	@for name in $(BROWSERS); do command -v $$name >/dev/null && exit 0; done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Chromium for the browser test: apt-get install -y chromium"; \
+		apt-get install -y -qq chromium >/dev/null 2>&1 \
+			|| { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }; \
+	else \
+		echo "no Chromium here, so the browser test skips; install it with: apt-get install -y chromium"; \
+	fi
+
+test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-test

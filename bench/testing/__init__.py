@@ -8,7 +8,5 @@
   would read.
 """
 
-from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault
-from privateshared.bench.testing.fake_players import default_players
-
-__all__ = ["FakeOpenAI", "Fault", "default_players"]
+# Nothing is imported here: `python -m privateshared.bench.testing.fake_endpoint` runs that module
+# as a script, which an import of it here would load twice.
