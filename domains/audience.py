@@ -34,6 +34,13 @@ FAREWELL = (
 AudienceKind = Literal["late-joiner", "handover"]
 AUDIENCE_KINDS: tuple[AudienceKind, ...] = ("late-joiner", "handover")
 
+Benchmark = Literal["classic", "two-listeners"]
+"""The benchmark an experiment belongs to. The two-listener experiments measure something the
+classic game does not (which listener knows what), so they are a benchmark of their own: evaluated
+apart, never averaged into the classic one's scores."""
+BENCHMARKS: tuple[Benchmark, ...] = ("classic", "two-listeners")
+"""In the order reports show them: the classic benchmark first."""
+
 
 class AudienceSpec(BaseModel):
     """What an instances file stores about the audience of a two-listener instance."""
@@ -111,6 +118,14 @@ def two_listener_prompt(domain: Domain, values: dict[str, str]) -> str:
 def experiment_name(domain: str, kind: AudienceKind) -> str:
     """e.g. travel-booking-handover."""
     return f"{domain}-{kind}"
+
+
+def benchmark_of_name(experiment: str) -> Benchmark:
+    """The benchmark an experiment's name implies: two-listeners for the names `experiment_name`
+    gives, else classic. For records whose experiment.json does not say (older records,
+    clembench's)."""
+    two_listeners = experiment.endswith(tuple(f"-{kind}" for kind in AUDIENCE_KINDS))
+    return "two-listeners" if two_listeners else "classic"
 
 
 def sample_audience(

@@ -54,7 +54,9 @@ def main_score(slot_filling_accuracy: float, truncated: float) -> float:
 
 
 def middle_round(n_slots: int) -> int:
-    """The probing round where shared and private slots are most balanced (the third of six)."""
+    """The middle probing round as clembench picks it, round floor((n + 1) / 2) - 1. Without
+    values given early, round k has k slots shared: 2 of 5, 4 of 10, 7 of 15 (the third of six
+    rounds, the fifth of eleven, the eighth of sixteen); balanced within one slot for odd n."""
     return int((n_slots + 1) / 2) - 1
 
 

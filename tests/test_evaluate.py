@@ -1,7 +1,8 @@
 """Evaluating a run from its records: collecting episodes, aggregating, and the files written.
 
 Most tests read a results folder built by hand with known scores: two models, two experiments,
-aborted episodes, one errored and one unscored. One test evaluates a real oracle and mock run.
+aborted episodes, one errored and one unscored. One test evaluates a real oracle and mock run,
+one a folder holding both benchmarks (classic and two-listener) against each played alone.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import io
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,10 @@ from privateshared.bench.reporting.evaluate import (
     ResultsError,
     collect,
     evaluate,
+    evaluate_benchmarks,
 )
 from privateshared.bench.reporting.results import format_markdown, format_table, write_results
+from privateshared.domains.audience import Benchmark, benchmark_of_name
 from privateshared.graph.records import (
     QUESTIONER_CALL_VALIDITY,
     QUESTIONER_HALLUCINATION_RATE,
@@ -414,3 +418,158 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     assert "Questioner" not in format_markdown(plain)
     assert "questioner" not in format_table(plain)
     assert "questioner_by_turn.svg" not in [path.name for path in write_results(results, plain)]
+
+
+# Two benchmarks in one folder: the classic one and the two-listener experiments
+
+HANDOVER = "3_travel-booking-handover"
+
+
+@pytest.mark.parametrize(
+    ("experiment", "expected"),
+    [
+        ("travel-booking", "classic"),
+        ("travel-booking-handover", "two-listeners"),
+        ("job-interview-late-joiner", "two-listeners"),
+        ("handover", "classic"),  # a kind alone is no `<domain>-<kind>` name
+        ("late-joiner-practice", "classic"),  # the kind must end the name
+    ],
+    ids=["classic", "handover", "late-joiner", "bare-kind", "kind-first"],
+)
+def test_benchmark_of_name(experiment: str, expected: Benchmark) -> None:
+    assert benchmark_of_name(experiment) == expected
+
+
+def test_the_benchmark_comes_from_experiment_json_else_from_the_name(tmp_path: Path) -> None:
+    named = {  # experiment folder -> its experiment.json, None for none (clembench's records)
+        TRAVEL: {"name": "travel-booking"},  # written before experiment.json said its benchmark
+        HANDOVER: None,
+        "4_night-shift": {"benchmark": "two-listeners"},  # a name that tells nothing
+        "5_restaurant-late-joiner": {"benchmark": "classic"},  # the file wins over the name
+    }
+    for folder, recorded in named.items():
+        _scored(tmp_path, ALPHA, folder, 0, 50.0, [1.0])
+        if recorded is not None:
+            (tmp_path / ALPHA / "privateshared" / folder / "experiment.json").write_text(
+                json.dumps(recorded)
+            )
+    benchmarks = {e.experiment_folder: e.benchmark for e in collect(tmp_path)}
+    assert benchmarks == {
+        TRAVEL: "classic", HANDOVER: "two-listeners", "4_night-shift": "two-listeners",
+        "5_restaurant-late-joiner": "classic",
+    }  # fmt: skip
+
+
+def test_evaluate_never_averages_two_benchmarks(results: Path) -> None:
+    _scored(results, ALPHA, HANDOVER, 0, 50.0, [1.0, 0.5])
+    _scored(results, BETA, HANDOVER, 0, None, [0.0])
+    episodes = collect(results)
+    with pytest.raises(ValueError, match="two-listeners evaluated together"):
+        evaluate(episodes)
+    classic, two_listeners = evaluate_benchmarks(episodes)
+    assert (classic.benchmark, two_listeners.benchmark) == ("classic", "two-listeners")
+    # Each as if alone: the fixture's classic numbers, and the two handover episodes.
+    alone = evaluate([e for e in episodes if e.experiment_folder != HANDOVER])
+    assert classic.model_dump_json() == alone.model_dump_json()
+    alpha, beta = two_listeners.models
+    assert (alpha.model, alpha.episodes, alpha.played, alpha.quality_score) == (ALPHA, 1, 1, 50.0)
+    assert (beta.model, beta.episodes, beta.aborted) == (BETA, 1, 1)
+    assert math.isnan(beta.quality_score)
+
+    # In the terminal: a titled table per benchmark, the classic one last so that its rows are
+    # each model's last; the warning, over both, stays the last line.
+    lines = format_table(classic, two_listeners).splitlines()
+    assert lines[0] == (
+        "two-listener experiments (1 experiment; a separate benchmark, never averaged with the "
+        "classic one)"
+    )
+    classic_title = lines.index("classic benchmark (2 experiments)")
+    alone_lines = format_table(alone).splitlines()
+    assert lines[classic_title + 1 :] == [
+        *alone_lines[:-1],
+        "warning: 1 episode errored and 1 unscored: these scores cover 9 of 11 episodes; run the "
+        "same command again to play them",
+    ]
+    assert lines[1 : classic_title - 1] == format_table(two_listeners).splitlines()
+
+
+def _run_quietly(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run the command line and return what it printed."""
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_a_folder_of_both_benchmarks_reports_each_as_if_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The classic benchmark and a two-listener experiment played by the same model into one
+    folder give, for each benchmark, the numbers of a folder holding it alone."""
+    classic, two, both = tmp_path / "classic", tmp_path / "two", tmp_path / "both"
+    handover = ["--experiment", "travel-booking-handover", "--model", "mock"]
+    first = _run_quietly(capsys, ["run", "--model", "mock", "--results-dir", str(classic)])
+    _run_quietly(capsys, ["run", *handover, "--results-dir", str(two)])
+    shutil.copytree(classic, both)
+    second = _run_quietly(capsys, ["run", *handover, "--results-dir", str(both)]).splitlines()
+    again = _run_quietly(capsys, ["run", "--model", "mock", "--results-dir", str(classic)])
+
+    # What the tables cover, said when the folder holds more than this run's episodes.
+    note = (
+        f"{both}/ holds 60 episodes; the tables cover all of them (this run: 10). Pass "
+        "--results-dir to keep runs apart."
+    )
+    assert note in second
+    assert second.index(note) < second.index("classic benchmark (5 experiments)")
+    assert "the tables cover all" not in first  # only this run's episodes in the folder
+    assert "the tables cover all" not in again  # every one of this run's episodes already done
+    assert (
+        "two-listener experiments (1 experiment; a separate benchmark, never averaged with the "
+        "classic one)"
+    ) in second
+    mock_rows = [line for line in second if line.startswith("mock-t0.0")]
+    alone_rows = [line for line in first.splitlines() if line.startswith("mock-t0.0")]
+    # The model's last row is its classic result, the one of the classic run alone.
+    assert mock_rows[-1] == alone_rows[-1] and mock_rows[-1].split()[1] == "50"
+
+    # experiment.json names the benchmark of the two-listener experiments only.
+    (recorded,) = both.glob("*/privateshared/*_travel-booking-handover/experiment.json")
+    assert json.loads(recorded.read_text())["benchmark"] == "two-listeners"
+    (restaurant,) = both.glob("*/privateshared/*_restaurant/experiment.json")
+    assert "benchmark" not in json.loads(restaurant.read_text())
+
+    # results.json: the classic evaluation on top, the two-listener one under two_listeners.
+    mixed = json.loads((both / "results.json").read_text())
+    under = mixed.pop("two_listeners")
+    assert [row["episodes"] for row in mixed["models"]] == [50]
+    assert [row["episodes"] for row in under["models"]] == [10]
+
+    def text(data: object) -> str:  # NaN != NaN: compare the JSON text
+        return json.dumps(data, sort_keys=True)
+
+    assert text(mixed) == text(json.loads((classic / "results.json").read_text()))
+    assert text(under) == text(json.loads((two / "results.json").read_text()))
+
+    # results.md: a part per benchmark, each what the benchmark's own results.md holds.
+    title = "# privateshared results\n\n"
+    markdown = (both / "results.md").read_text()
+    classic_md, two_md = (
+        (f / "results.md").read_text().removeprefix(title) for f in (classic, two)
+    )
+    assert markdown.startswith(
+        f"{title}This folder holds two benchmarks, the classic benchmark (5 experiments) and the "
+        "two-listener experiments (1 experiment)"
+    )
+    assert "never averaged together" in markdown
+    assert markdown.endswith(
+        f"\n\n# Classic benchmark\n\n{classic_md.rstrip()}\n\n"
+        f"# Two-listener experiments (a separate benchmark)\n\n{two_md}"
+    )
+
+    # clembench's files hold the classic benchmark only; episodes.csv holds every episode.
+    for name in ("raw.csv", "results.csv"):
+        assert (both / name).read_text() == (classic / name).read_text()
+    assert "handover" not in (both / "raw.csv").read_text()
+    episodes = (both / "episodes.csv").read_text().splitlines()
+    alone = [(f / "episodes.csv").read_text().splitlines() for f in (classic, two)]
+    assert episodes == alone[0] + alone[1][1:]
+    plot = (both / "accuracy_by_round.svg").read_text()
+    assert ">travel-booking<" in plot and ">travel-booking-handover, 2nd listener<" in plot

@@ -1,7 +1,7 @@
 """Faults of the endpoint: retried until success, or an errored episode that says why.
 
 Each test injects faults into the fake OpenAI-compatible server at chosen chat requests and
-plays one episode through the real langchain-openai path.
+plays one episode through the real model path (the openai SDK, over HTTP).
 """
 
 from __future__ import annotations

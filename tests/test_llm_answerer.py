@@ -1,4 +1,4 @@
-"""The model player over real HTTP: langchain-openai against a fake OpenAI-compatible server.
+"""The model player over real HTTP: the openai SDK's fast path against a fake endpoint.
 
 A perfect answerer behind the server (`answerer_for`) must score 100 whichever way the episode
 is played: `play_episode`, the compiled graph streamed in messages mode, or `privateshared run`.

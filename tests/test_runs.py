@@ -90,7 +90,7 @@ def test_rerun_plays_only_what_is_missing(
     capsys.readouterr()
 
     assert main(argv) == 0
-    assert "8 of 10 episodes are already done" in capsys.readouterr().out
+    assert "8 of 10 episodes are already done; playing the other 2" in capsys.readouterr().out
     after = modified(results)
     for folder in episodes:
         replayed = folder in (episodes[3], episodes[7])
@@ -98,6 +98,11 @@ def test_rerun_plays_only_what_is_missing(
             path = folder / name
             assert path.is_file()
             assert (after[path] != before.get(path)) is replayed, path
+
+    assert main(argv) == 0  # nothing is left
+    printed = capsys.readouterr().out
+    assert "all 10 episodes of this run are already done; nothing to play" in printed
+    assert modified(results).keys() == after.keys()
 
     assert main([*argv, "--rerun"]) == 0
     rerun = modified(results)

@@ -30,7 +30,7 @@ from privateshared.bench.reporting.record_files import (
     read_scores,
 )
 from privateshared.bench.running.episodes import play_episode, save_episode
-from privateshared.bench.running.layout import write_experiment_file
+from privateshared.bench.running.layout import benchmark_of, write_experiment_file
 from privateshared.domains.clembench_texts import (
     PhrasingLookup,
     ResourcesError,
@@ -269,7 +269,7 @@ async def replay_episode(
     save_episode(ours, spec.model_dump(mode="json", exclude_none=True), state, context)
     write_experiment_file(
         ours.parent, episode.experiment, None, folder.parents[2].name, replayer,
-        context.questioner,
+        context.questioner, benchmark=benchmark_of([spec]),
     )  # fmt: skip
     assert state.scores is not None  # save_episode checked
     outcome.scores = state.scores

@@ -78,10 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    except OSError as error:  # a folder that cannot be written, a disk that is full
-        where = error.filename or "a file"
-        print(f"privateshared: error: cannot write {where} ({error.strerror}); "
-              "check the folder's permissions and free space", file=sys.stderr)  # fmt: skip
+    except OSError as error:  # a folder that cannot be read or written, a disk that is full
+        # os.replace names the temporary file first and the target second: name the target.
+        where = error.filename2 or error.filename or "a file"
+        print(f"privateshared: error: cannot read or write {where} ({error.strerror or error}); "
+              "check the path, its permissions and the free space", file=sys.stderr)  # fmt: skip
         return 2
     except KeyboardInterrupt:
         print("privateshared: interrupted; finished episodes are kept", file=sys.stderr)

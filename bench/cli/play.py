@@ -30,7 +30,12 @@ from privateshared.bench.cli.usage import UsageError, check_writable
 from privateshared.bench.reporting.transcripts.index import TRANSCRIPT_FILE, transcript_page
 from privateshared.bench.running.cast import Role, player
 from privateshared.bench.running.episodes import save_episode
-from privateshared.bench.running.layout import episode_dir, pair_name, write_experiment_file
+from privateshared.bench.running.layout import (
+    benchmark_of,
+    episode_dir,
+    pair_name,
+    write_experiment_file,
+)
 from privateshared.bench.running.plan import Playable
 from privateshared.domains.instances import (
     ExperimentSpec,
@@ -209,7 +214,8 @@ def save_game(
     spec_json = spec.model_dump(mode="json", exclude_none=True)
     records = save_episode(folder, spec_json, state, context)
     write_experiment_file(folder.parent, experiment.name, experiment.domain,
-                          folder.parents[2].name, context.answerer, context.questioner)  # fmt: skip
+                          folder.parents[2].name, context.answerer, context.questioner,
+                          benchmark=benchmark_of(experiment.game_instances))  # fmt: skip
     page = transcript_page(results_dir, folder, records.interactions, state.scores,
                            state.error, spec_json)  # fmt: skip
     write_text(folder / TRANSCRIPT_FILE, page)

@@ -12,28 +12,45 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from privateshared.bench.cli.usage import UsageError
-from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate
+from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate_benchmarks
 from privateshared.bench.reporting.rescore import rescore
 from privateshared.bench.reporting.results import format_table, write_results
 from privateshared.bench.reporting.transcripts.index import INDEX_FILE, write_transcripts
 
 
-def report(results_dir: Path) -> None:
-    """Evaluate the results folder, write its tables, plots and transcripts, print the table."""
-    evaluate_folder(results_dir)
+def report(results_dir: Path, this_run: int | None = None) -> None:
+    """Evaluate the results folder, write its tables, plots and transcripts, print the table;
+    `this_run` is how many episodes the run that just ended has (the ones it found done
+    included), to say when the folder holds more."""
+    evaluate_folder(results_dir, this_run)
     report_unreadable(write_transcripts(results_dir, stale_only=True).unreadable)
     print(f"transcripts: open {results_dir / INDEX_FILE}")
 
 
-def evaluate_folder(results_dir: Path) -> Evaluation:
-    """Evaluate every episode of `results_dir`, write the result files, print the table."""
+def evaluate_folder(results_dir: Path, this_run: int | None = None) -> tuple[Evaluation, ...]:
+    """Evaluate every episode of `results_dir`, each benchmark on its own, write the result
+    files, print the tables."""
     if not results_dir.is_dir():
         raise UsageError(f"{results_dir}: not a folder; pass a results folder such as records/")
-    evaluation = evaluate(collect(results_dir))
-    written = write_results(results_dir, evaluation)
-    print(format_table(evaluation))
+    episodes = collect(results_dir)
+    evaluations = evaluate_benchmarks(episodes)
+    written = write_results(results_dir, *evaluations)
+    if (note := earlier_runs_note(results_dir, len(episodes), this_run)) is not None:
+        print(note)
+    print(format_table(*evaluations))
     print(f"\nresults: {', '.join(path.name for path in written)} in {results_dir}/")
-    return evaluation
+    return evaluations
+
+
+def earlier_runs_note(results_dir: Path, held: int, this_run: int | None) -> str | None:
+    """One line saying the tables cover more than this run when the folder holds `held`
+    episodes and the run only `this_run`; None when they cover just this run, or no run ended."""
+    if this_run is None or held <= this_run:
+        return None
+    return (
+        f"{results_dir}/ holds {held} episodes; the tables cover all of them (this run: "
+        f"{this_run}). Pass --results-dir to keep runs apart."
+    )
 
 
 def report_unreadable(lines: Sequence[str]) -> int:

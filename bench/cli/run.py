@@ -57,9 +57,12 @@ def playable(args: argparse.Namespace) -> Playable:
         known = [experiment.name for _, experiment, _ in experiments]
         unknown = [name for name in args.experiments if name not in known]
         if unknown:
-            where = " or ".join(str(path) for path in files)
+            where = (
+                f"{files[0]} has none" if len(files) == 1
+                else f"neither {files[0]} nor {files[1]} has one"
+            )  # fmt: skip
             raise UsageError(
-                f"unknown experiment {unknown[0]!r}: {where} has no such experiment; "
+                f"unknown experiment {unknown[0]!r} ({where} of that name); "
                 f"choose from {', '.join(known)}"
             )
         experiments = [item for item in experiments if item[1].name in args.experiments]
@@ -89,8 +92,8 @@ def run_command(args: argparse.Namespace) -> int:
         # A model served here (llama.cpp) answers one call at a time and needs the cores:
         # more processes feeding it only take CPU from it.
         workers = args.workers or (1 if servers else default_workers())
-        finished = play(args, experiments, cast, workers)
-    report(args.results_dir)
+        planned, finished = play(args, experiments, cast, workers)
+    report(args.results_dir, this_run=planned)
     errors = Counter(result.error.kind for result in finished if result.error is not None)
     if errors:
         kinds = ", ".join(f"{kind} x{count}" for kind, count in errors.most_common())
@@ -106,9 +109,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 def play(
     args: argparse.Namespace, experiments: Playable, cast: Cast, workers: int
-) -> list[Finished]:
+) -> tuple[int, list[Finished]]:
     """Check the endpoints, then play every pending episode with a progress bar, in worker
-    processes when there are cores for them."""
+    processes when there are cores for them; return how many episodes the run has (done ones
+    included) and the ones played."""
     models = cast.models()
     for model in models:
         model.check()  # one call per model, before any episode starts
@@ -149,7 +153,7 @@ def play(
     progress = ProgressBar(len(pending))
     try:
         if args.ray is not None:
-            return play_on_ray(
+            return len(planned), play_on_ray(
                 connect(args.ray), pending, cast, args.max_concurrent_calls,
                 args.sequential_probes, args.concurrency,
                 lambda episode, state: record_episode(episode, state, GameContext(
@@ -158,7 +162,7 @@ def play(
                 progress,
             )  # fmt: skip
         if workers == 1:
-            return play_share(pending, progress)
-        return play_in_workers(pending, play_share, workers, on_finished=progress)
+            return len(planned), play_share(pending, progress)
+        return len(planned), play_in_workers(pending, play_share, workers, on_finished=progress)
     finally:
         progress.close()

@@ -4,14 +4,20 @@ Everything here reads records back from a results folder (ours or clembench's), 
 same on a run that just ended, an old one, or published clembench records.
 
 - `record_files.py`: reading an episode's record files, ours or clembench's, either layout.
-- `evaluate.py`: every episode folder read back and aggregated (dataset, episode, turn levels).
+- `evaluate.py`: every episode folder read back and aggregated (dataset, episode, turn levels),
+  each benchmark (classic, two listeners) on its own.
 - `results.py`: the result files (results.md, results.json, episodes.csv, clembench's raw.csv
   and results.csv) and the terminal table; `plots.py` draws the SVG plots.
 - `transcripts/`: a self-contained HTML page per episode and an index.
 - `rescore.py`: scores.json recomputed from interactions.json.
 """
 
-from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate
+from privateshared.bench.reporting.evaluate import (
+    Evaluation,
+    collect,
+    evaluate,
+    evaluate_benchmarks,
+)
 from privateshared.bench.reporting.results import format_table, write_results
 from privateshared.bench.reporting.transcripts import write_transcripts
 
@@ -19,6 +25,7 @@ __all__ = [
     "Evaluation",
     "collect",
     "evaluate",
+    "evaluate_benchmarks",
     "format_table",
     "write_results",
     "write_transcripts",

@@ -5,6 +5,10 @@
 probing round) into an `Evaluation`. This module holds the reading and the numbers;
 results.py writes them out as tables, ours and clembench's.
 
+A results folder may hold two benchmarks, the classic one and the two-listener experiments
+(domains/audience.py): `evaluate_benchmarks` evaluates each on its own, since an average over
+both would be neither benchmark's score.
+
 An errored episode (the infrastructure failed) or an unscored one (the run was interrupted) is
 neither played nor aborted: it stays out of % Played, but is always counted and shown.
 """
@@ -14,13 +18,14 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from privateshared.domains.audience import BENCHMARKS, Benchmark, benchmark_of_name
 from privateshared.graph.perspective import (
     FIRST_LISTENER_ACCURACY,
     FIRST_LISTENER_KAPPA,
@@ -72,7 +77,7 @@ class EpisodeRecord(BaseModel):
     model: str
     """The dialogue pair's folder, e.g. `oracle-t0.0--oracle-t0.0` (clembench's "model")."""
     experiment_folder: str
-    """The experiment's folder, e.g. `1_travel-booking` (clembench's "experiment")."""
+    """The experiment's folder, e.g. `0_travel-booking` (clembench's "experiment")."""
     experiment: str
     """The experiment's name, e.g. `travel-booking`."""
     episode: str
@@ -94,6 +99,8 @@ class EpisodeRecord(BaseModel):
     """Why the episode could not finish; set only when errored."""
     questioner: str = ""
     """Who asked (`programmatic` or a model), from experiment.json; empty when not recorded."""
+    benchmark: Benchmark = "classic"
+    """The benchmark the experiment belongs to, from experiment.json, else from its name."""
 
     def score(self, name: str) -> float:
         """Return the episode score `name`, NaN when the episode has no such score."""
@@ -245,10 +252,13 @@ def listener_aggregate(
 
 
 class Evaluation(BaseModel):
-    """A run evaluated at the dataset, episode and turn levels; models sorted by name."""
+    """One benchmark's episodes evaluated at the dataset, episode and turn levels; models sorted
+    by name."""
 
     model_config = ConfigDict(frozen=True)
 
+    benchmark: Benchmark = "classic"
+    """The benchmark every episode here belongs to."""
     models: tuple[Aggregate, ...]
     """One per model, over all its experiments."""
     experiments: tuple[Aggregate, ...]
@@ -312,13 +322,27 @@ def _by_round(path: Path, scores: EpisodeScores, name: str) -> dict[int, float]:
 
 
 @cache
+def _experiment_file(path: Path) -> Mapping[str, object]:
+    """An experiment folder's experiment.json; empty when there is none (clembench's) or it is
+    not a JSON object."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
 def _questioner(path: Path) -> str:
     """The questioner an experiment folder's experiment.json names ("" for clembench's)."""
-    try:
-        named = json.loads(path.read_text(encoding="utf-8")).get("questioner", "")
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return ""
+    named = _experiment_file(path).get("questioner", "")
     return named if isinstance(named, str) else ""
+
+
+def _benchmark(path: Path, experiment: str) -> Benchmark:
+    """The benchmark an experiment folder's experiment.json names; where it names none (older
+    records, clembench's), the one the experiment's name implies."""
+    named = _experiment_file(path).get("benchmark")
+    return next((known for known in BENCHMARKS if known == named), benchmark_of_name(experiment))
 
 
 def read_episode(folder: Path) -> EpisodeRecord:
@@ -357,10 +381,11 @@ def read_episode(folder: Path) -> EpisodeRecord:
     elif error_path.is_file():
         error = _read(error_path, CallFailure)
         status = "errored"
+    experiment = name if index.isdigit() and name else folder.parent.name
     return EpisodeRecord(
         model=folder.parents[2].name,
         experiment_folder=folder.parent.name,
-        experiment=name if index.isdigit() and name else folder.parent.name,
+        experiment=experiment,
         episode=folder.name,
         game_id=int(number),
         status=status,
@@ -370,6 +395,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         turn_slot_accuracy=turns,
         error=error,
         questioner=_questioner(folder.parent / "experiment.json"),
+        benchmark=_benchmark(folder.parent / "experiment.json", experiment),
     )
 
 
@@ -518,12 +544,27 @@ def group_episodes(
     return groups
 
 
+def evaluate_benchmarks(episodes: Sequence[EpisodeRecord]) -> tuple[Evaluation, ...]:
+    """Evaluate each benchmark's episodes on their own, the classic benchmark first; one
+    evaluation per benchmark the episodes belong to (none for no episodes)."""
+    by_benchmark = group_episodes(episodes, lambda episode: episode.benchmark)
+    return tuple(evaluate(by_benchmark[name]) for name in BENCHMARKS if name in by_benchmark)
+
+
 def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
-    """Evaluate episodes per model, per model and experiment, and over all models."""
+    """Evaluate one benchmark's episodes per model, per model and experiment, and over all
+    models; ValueError for episodes of several benchmarks (`evaluate_benchmarks` splits them)."""
+    benchmarks = {episode.benchmark for episode in episodes}
+    if len(benchmarks) > 1:
+        raise ValueError(
+            f"episodes of {' and '.join(sorted(benchmarks))} evaluated together; evaluate each "
+            "benchmark on its own (evaluate_benchmarks)"
+        )
     ordered = sorted(episodes, key=episode_order)
     by_model = group_episodes(ordered, lambda episode: episode.model)
     by_experiment = group_episodes(ordered, lambda episode: (episode.model, episode.experiment))
     return Evaluation(
+        benchmark=benchmarks.pop() if benchmarks else "classic",
         models=tuple(aggregate(group, model, None) for model, group in by_model.items()),
         experiments=tuple(
             aggregate(group, model, experiment)

@@ -3,11 +3,13 @@
 Each plot is a small SVG file: one panel per experiment, one line per model, on a shared 0-1
 scale. Line charts this plain need no plotting library, and writing their SVG takes a few
 milliseconds where importing and rendering with one took over a second of every run; any browser
-shows them, and the index page of the transcripts embeds them.
+shows them, and the index page of the transcripts embeds them. The experiments of every
+benchmark a folder holds are drawn, each in its own panel: no line averages over two benchmarks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -32,30 +34,32 @@ MARGIN = {"left": 56, "right": 16, "top": 34, "bottom": 46}
 COLUMNS = 3
 
 
-def plot_accuracy_by_round(evaluation: Evaluation, path: Path) -> None:
-    """Draw each model's mean accuracy per probing round, a panel per experiment, into an SVG
-    file; nothing if no model completed a round. A two-listener experiment gets a panel per
-    listener instead: what one listener knows is not what the other does."""
+def plot_accuracy_by_round(evaluations: Sequence[Evaluation], path: Path) -> None:
+    """Draw each model's mean accuracy per probing round, a panel per experiment of every
+    benchmark evaluated, into an SVG file; nothing if no model completed a round. A two-listener
+    experiment gets a panel per listener instead: what one listener knows is not what the other
+    does."""
     panels: Panels = {}
-    by_listener: dict[tuple[str, str | None], list[RoundAccuracy]] = {}
-    for line in evaluation.rounds_by_listener:
-        experiment = (line.experiment or "").rsplit(", ", 1)[0]
-        by_listener.setdefault((line.model, experiment), []).append(line)
-    for whole in evaluation.rounds_by_experiment:
-        for line in by_listener.get((whole.model, whole.experiment), [whole]):
-            if not line.rounds or line.experiment is None:
-                continue
-            panels.setdefault(line.experiment, {})[line.model] = (
-                [m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds],
-            )  # fmt: skip
+    for evaluation in evaluations:
+        by_listener: dict[tuple[str, str | None], list[RoundAccuracy]] = {}
+        for line in evaluation.rounds_by_listener:
+            experiment = (line.experiment or "").rsplit(", ", 1)[0]
+            by_listener.setdefault((line.model, experiment), []).append(line)
+        for whole in evaluation.rounds_by_experiment:
+            for line in by_listener.get((whole.model, whole.experiment), [whole]):
+                if not line.rounds or line.experiment is None:
+                    continue
+                panels.setdefault(line.experiment, {})[line.model] = (
+                    [m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds],
+                )  # fmt: skip
     _plot(panels, path, ACCURACY_TITLE, "probing round", "mean accuracy")
 
 
-def plot_questioner_by_turn(evaluation: Evaluation, path: Path) -> None:
+def plot_questioner_by_turn(evaluations: Sequence[Evaluation], path: Path) -> None:
     """Draw each model's mean Questioner Slot Accuracy per questioner turn, a panel per
-    experiment, into an SVG file; nothing if no model has one."""
+    experiment of every benchmark evaluated, into an SVG file; nothing if no model has one."""
     panels: Panels = {}
-    for line in evaluation.questioner_by_experiment:
+    for line in (line for e in evaluations for line in e.questioner_by_experiment):
         if line.slot_accuracy and line.experiment is not None:
             panels.setdefault(line.experiment, {})[line.model] = (
                 list(line.slot_accuracy), list(line.slot_accuracy.values()),

@@ -6,6 +6,11 @@ the questioner has scores) and clembench's own raw.csv and results.csv, shaped a
 clemeval writes them, so a run can sit next to published clembench results. `format_table` lays
 out the per-model tables the CLI prints. Both end with `coverage_warning` when errored or
 unscored episodes are left out of the scores.
+
+Each takes the evaluations of the benchmarks a folder holds (`evaluate_benchmarks`), classic
+first, and keeps them apart: with one, the files are what they always were; with both, every
+table comes once per benchmark, and clembench's files, made to merge with published clembench
+runs, hold the classic benchmark only.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from privateshared.bench.reporting.evaluate import (
     mean,
 )
 from privateshared.bench.reporting.plots import plot_accuracy_by_round, plot_questioner_by_turn
+from privateshared.domains.audience import Benchmark
 from privateshared.graph.files import write_json, write_text
 from privateshared.graph.records import (
     ABORTED,
@@ -47,22 +53,48 @@ PLAYED = "Played"
 """clemeval's metric inferred from Aborted (1 - Aborted); games never record it."""
 
 
-def coverage_warning(evaluation: Evaluation) -> str | None:
-    """Say how many episodes the scores leave out, in one line; None when they cover all."""
-    overall = evaluation.overall
-    missing = [
-        (n, word) for n, word in ((overall.errored, "errored"), (overall.unscored, "unscored")) if n
-    ]
+BENCHMARK_NAMES: dict[Benchmark, str] = {
+    "classic": "classic benchmark",
+    "two-listeners": "two-listener experiments",
+}
+"""What titles each benchmark's part of the tables when a folder holds both."""
+SEPARATE = "a separate benchmark"
+"""Said of every benchmark but the classic one, in its title."""
+
+
+def coverage_warning(*evaluations: Evaluation) -> str | None:
+    """Say how many episodes the scores of `evaluations` leave out, in one line; None when they
+    cover all."""
+    overalls = [evaluation.overall for evaluation in evaluations]
+
+    def total(count: Callable[[Aggregate], int]) -> int:
+        return sum(count(overall) for overall in overalls)
+
+    errored, unscored = total(lambda o: o.errored), total(lambda o: o.unscored)
+    missing = [(n, word) for n, word in ((errored, "errored"), (unscored, "unscored")) if n]
     if not missing:
         return None
     (first, word), *rest = missing
     text = f"{first} episode{'' if first == 1 else 's'} {word}"
     text += "".join(f" and {n} {other}" for n, other in rest)
-    covered = overall.played + overall.aborted
+    covered = total(lambda o: o.played + o.aborted)
     return (
-        f"{text}: these scores cover {covered} of {overall.episodes} episodes; "
+        f"{text}: these scores cover {covered} of {total(lambda o: o.episodes)} episodes; "
         "run the same command again to play them"
     )
+
+
+def _experiments(evaluation: Evaluation) -> str:
+    """e.g. `5 experiments`."""
+    count = len({row.experiment for row in evaluation.experiments})
+    return f"{count} experiment{'' if count == 1 else 's'}"
+
+
+def _one_benchmark(evaluations: Sequence[Evaluation]) -> None:
+    """Check that `evaluations` are at least one, each of another benchmark (a bug otherwise)."""
+    benchmarks = [evaluation.benchmark for evaluation in evaluations]
+    if not benchmarks or len(set(benchmarks)) < len(benchmarks):
+        raise ValueError(f"one evaluation per benchmark expected, got {benchmarks or 'none'}")
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -122,9 +154,31 @@ def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def format_table(evaluation: Evaluation) -> str:
-    """Lay out the tables for the terminal: the questioner's if it has scores, then the
-    per-model table, then the coverage warning if any."""
+def format_table(*evaluations: Evaluation) -> str:
+    """Lay out the tables for the terminal, per benchmark: the questioner's if it has scores,
+    then the per-model table; then the coverage warning if any. With several benchmarks, each
+    part under a title line naming its benchmark, the classic benchmark last."""
+    _one_benchmark(evaluations)
+    if len(evaluations) == 1:
+        lines = _table_lines(evaluations[0])
+    else:
+        # The classic part last, its headline table next to last as with one benchmark (see
+        # _table_lines): a script taking a model's last row reads the classic result.
+        lines = []
+        for evaluation in reversed(evaluations):
+            about = _experiments(evaluation)
+            if evaluation.benchmark != "classic":
+                about += f"; {SEPARATE}, never averaged with the classic one"
+            title = f"{BENCHMARK_NAMES[evaluation.benchmark]} ({about})"
+            lines += [*([""] if lines else []), title, *_table_lines(evaluation)]
+    # Last, so it is the line a user sees above the prompt.
+    warning = coverage_warning(*evaluations)
+    return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
+
+
+def _table_lines(evaluation: Evaluation) -> list[str]:
+    """One benchmark's terminal tables: the questioner's if it has scores, then the per-model
+    table."""
     lines: list[str] = []
     if has_questioner_scores(evaluation):
         judged = has_judge_scores(evaluation)
@@ -136,10 +190,7 @@ def format_table(evaluation: Evaluation) -> str:
     # The headline table next to last: what a reader, or a script taking the last row that
     # starts with a model's name, reads as the model's result.
     header = ["model", *(column.lower() for column in _COLUMNS)]
-    lines += _aligned(header, [[row.model, *_cells(row)] for row in evaluation.models])
-    # Last, so it is the line a user sees above the prompt.
-    warning = coverage_warning(evaluation)
-    return "\n".join(lines if warning is None else [*lines, "", f"warning: {warning}"])
+    return lines + _aligned(header, [[row.model, *_cells(row)] for row in evaluation.models])
 
 
 def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1) -> str:
@@ -147,8 +198,32 @@ def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 
     return "\n".join(f"| {' | '.join(line)} |" for line in (header, rule, *rows))
 
 
-def format_markdown(evaluation: Evaluation) -> str:
-    """Lay out results.md: the coverage warning, then per model, per experiment, per round."""
+def format_markdown(*evaluations: Evaluation) -> str:
+    """Lay out results.md: per benchmark, the coverage warning, then per model, per experiment,
+    per round; with several benchmarks, each in a part of its own, the classic benchmark first."""
+    _one_benchmark(evaluations)
+    if len(evaluations) == 1:
+        parts = _markdown_sections(evaluations[0])
+    else:
+        held = " and the ".join(
+            f"{BENCHMARK_NAMES[e.benchmark]} ({_experiments(e)})" for e in evaluations
+        )
+        parts = [
+            f"This folder holds two benchmarks, the {held}, each evaluated on its own: their "
+            f"scores are never averaged together. raw.csv and results.csv, in clembench's "
+            f"shapes, cover the {BENCHMARK_NAMES[evaluations[0].benchmark]} only."
+        ]
+        for evaluation in evaluations:
+            name = BENCHMARK_NAMES[evaluation.benchmark]
+            title = name[0].upper() + name[1:]
+            if evaluation.benchmark != "classic":
+                title += f" ({SEPARATE})"
+            parts += [f"# {title}", *_markdown_sections(evaluation)]
+    return "\n\n".join([f"# {GAME_NAME} results", *parts]) + "\n"
+
+
+def _markdown_sections(evaluation: Evaluation) -> list[str]:
+    """One benchmark's part of results.md, its sections in order."""
     per_model = _markdown(
         ["model", *_COLUMNS],
         [[row.model, *_cells(row)] for row in (*evaluation.models, evaluation.overall)],
@@ -215,8 +290,7 @@ def format_markdown(evaluation: Evaluation) -> str:
             "the share of what was said that a handover note carried, and questions about what "
             f"the note gave.\n\n{table}"
         ]
-    parts = [
-        f"# {GAME_NAME} results",
+    return [
         *([] if warning is None else [f"> **Warning:** {warning}"]),
         f"## Per model\n\n{per_model}",
         f"## Per model and experiment\n\n{per_experiment}",
@@ -225,7 +299,6 @@ def format_markdown(evaluation: Evaluation) -> str:
         *questioner,
         *listeners,
     ]
-    return "\n\n".join(parts) + "\n"
 
 
 def _csv(rows: Iterable[Sequence[str]]) -> str:
@@ -240,12 +313,13 @@ def _number(value: float | None) -> str:
     return "" if value is None or math.isnan(value) else repr(float(value))
 
 
-def episodes_csv(evaluation: Evaluation) -> str:
-    """Lay out episodes.csv: one row per episode, errored and unscored ones included."""
+def episodes_csv(*evaluations: Evaluation) -> str:
+    """Lay out episodes.csv: one row per episode of every benchmark, errored and unscored ones
+    included (the experiment's folder tells the benchmark)."""
     names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, QUESTIONER_SLOT_ACCURACY,
              QUESTIONER_TASK_COMPLETION]  # fmt: skip
     rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
-    for episode in evaluation.episodes:
+    for episode in (episode for evaluation in evaluations for episode in evaluation.episodes):
         values = [_number(episode.score(name)) for name in names]
         kind = episode.error.kind if episode.error is not None else ""
         rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
@@ -295,29 +369,54 @@ def results_csv(episodes: Sequence[EpisodeRecord]) -> str:
     return _csv(rows)
 
 
-def write_results(results_dir: Path, evaluation: Evaluation) -> list[Path]:
-    """Write the evaluation's files into `results_dir`, each atomically; return their paths."""
+def results_json(*evaluations: Evaluation) -> dict[str, Any]:
+    """Lay out results.json: the first benchmark's evaluation, and each other one under its
+    name (`two_listeners`) in the same shape as it has alone."""
+    _one_benchmark(evaluations)
+    first, *others = evaluations
+    return _dump(first) | {other.benchmark.replace("-", "_"): _dump(other) for other in others}
+
+
+def _dump(evaluation: Evaluation) -> dict[str, Any]:
+    """One evaluation as results.json holds it: a classic run's keeps the keys it always had,
+    without the two-listener experiments' keys or the name of its benchmark."""
+    leave_out: dict[str, Any] = {}
+    per_episode: set[str] = set()
+    if not evaluation.listeners:
+        leave_out |= {"listeners": True, "rounds_by_listener": True}
+        per_episode.add("listener_round_accuracy")
+    if evaluation.benchmark == "classic":
+        leave_out["benchmark"] = True
+        per_episode.add("benchmark")
+    if per_episode:
+        leave_out["episodes"] = {"__all__": per_episode}
+    return evaluation.model_dump(mode="python", exclude=leave_out)
+
+
+def write_results(results_dir: Path, *evaluations: Evaluation) -> list[Path]:
+    """Write the files of the benchmarks' evaluations (`evaluate_benchmarks`: classic first)
+    into `results_dir`, each atomically; return their paths."""
+    _one_benchmark(evaluations)
+    # clembench's files sum up one benchmark, to merge with published clembench runs: the first.
+    headline = evaluations[0].episodes
     texts = {
-        "results.md": format_markdown(evaluation),
-        "episodes.csv": episodes_csv(evaluation),
-        "raw.csv": raw_csv(evaluation.episodes),
-        "results.csv": results_csv(evaluation.episodes),
+        "results.md": format_markdown(*evaluations),
+        "episodes.csv": episodes_csv(*evaluations),
+        "raw.csv": raw_csv(headline),
+        "results.csv": results_csv(headline),
     }
     written = [results_dir / "results.json"]
-    # A classic run's results.json keeps the keys it always had.
-    leave_out: dict[str, Any] = {}
-    if not evaluation.listeners:
-        leave_out = {"listeners": True, "rounds_by_listener": True,
-                     "episodes": {"__all__": {"listener_round_accuracy"}}}  # fmt: skip
-    write_json(written[0], evaluation.model_dump(mode="python", exclude=leave_out))
+    write_json(written[0], results_json(*evaluations))
     for name, text in texts.items():
         write_text(results_dir / name, text)
         written.append(results_dir / name)
-    # The plot skips models without a completed round, and draws nothing without any.
-    if any(line.rounds for line in evaluation.rounds_by_model):
-        plot_accuracy_by_round(evaluation, results_dir / "accuracy_by_round.svg")
+    # Every benchmark on the plots: their lines are per model and experiment, so no line
+    # averages over both. The plot skips models without a completed round, and draws nothing
+    # without any.
+    if any(line.rounds for e in evaluations for line in e.rounds_by_model):
+        plot_accuracy_by_round(evaluations, results_dir / "accuracy_by_round.svg")
         written.append(results_dir / "accuracy_by_round.svg")
-    if any(line.slot_accuracy for line in evaluation.questioner_by_model):
-        plot_questioner_by_turn(evaluation, results_dir / "questioner_by_turn.svg")
+    if any(line.slot_accuracy for e in evaluations for line in e.questioner_by_model):
+        plot_questioner_by_turn(evaluations, results_dir / "questioner_by_turn.svg")
         written.append(results_dir / "questioner_by_turn.svg")
     return written

@@ -19,6 +19,7 @@ from pydantic import SecretStr, ValidationError
 from privateshared.agents.base import Player
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import (
+    HUMAN,
     PROGRAMMATIC_QUESTIONERS,
     is_programmatic_answerer,
     resolve_answerer,
@@ -59,6 +60,11 @@ def player(
 ) -> Player | None:
     """One player by name, for `role`; None for a local model whose server is not started yet
     (so every other name can be checked before any server starts)."""
+    if name == HUMAN:
+        raise CastError(
+            f"a person cannot be the {role} of a run, whose episodes play unattended; play "
+            "yourself with `privateshared play`, or in LangGraph Studio (langgraph dev)"
+        )
     if role == "answerer" and is_programmatic_answerer(name):
         return resolve_answerer(name)
     if role == "questioner" and name in PROGRAMMATIC_QUESTIONERS:

@@ -4,6 +4,7 @@ named as clembench names them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -11,6 +12,8 @@ from pydantic import JsonValue
 from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.domains.audience import Benchmark
+from privateshared.domains.instances import InstanceSpec
 from privateshared.graph.context import now_iso
 from privateshared.graph.files import write_json
 from privateshared.graph.records import GAME_NAME
@@ -49,6 +52,12 @@ def episode_dir(results: Path, pair: str, index: int, experiment: str, game_id: 
 EXPERIMENT_FILE = "experiment.json"
 
 
+def benchmark_of(instances: Iterable[InstanceSpec]) -> Benchmark:
+    """The benchmark an experiment's instances belong to: two-listeners when they have an
+    audience, else classic."""
+    return "two-listeners" if any(spec.audience is not None for spec in instances) else "classic"
+
+
 def write_experiment_file(
     folder: Path,
     name: str,
@@ -57,9 +66,11 @@ def write_experiment_file(
     answerer: Player,
     questioner: Player,
     judge: Player | None = None,
+    benchmark: Benchmark = "classic",
 ) -> None:
     """An experiment folder's experiment.json: what was played, by whom, with which settings
-    (for models: their ModelSpec, the name of the key's variable but never the key), when."""
+    (for models: their ModelSpec, the name of the key's variable but never the key), when, and,
+    for the two-listener experiments only, their benchmark (the evaluation reports it apart)."""
     settings: dict[str, JsonValue] = {
         role: spec.settings()
         for role, player in (("answerer", answerer), ("questioner", questioner), ("judge", judge))
@@ -70,7 +81,10 @@ def write_experiment_file(
         {
             "game": GAME_NAME, "name": name, "domain": domain, "dialogue_partners": pair,
             "answerer": answerer.name, "questioner": questioner.name,
-            **({"settings": settings} if settings else {}), "timestamp": now_iso(),
+            **({"settings": settings} if settings else {}),
+            # Only where it is news: a classic experiment.json stays what it always was.
+            **({"benchmark": benchmark} if benchmark != "classic" else {}),
+            "timestamp": now_iso(),
         },
     )  # fmt: skip
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from privateshared.agents.base import Player
 from privateshared.bench.running.layout import (
+    benchmark_of,
     episode_dir,
     experiment_dir,
     pair_name,
@@ -77,5 +78,5 @@ def write_experiment_files(
         seen.add(folder)
         write_experiment_file(
             folder, episode.experiment.name, episode.experiment.domain, episode.pair,
-            episode.answerer, questioner, judge,
+            episode.answerer, questioner, judge, benchmark_of(episode.experiment.game_instances),
         )  # fmt: skip
