@@ -256,12 +256,38 @@ def _sample_instance(domain: Domain, game_id: int, rng: random.Random) -> Instan
     )
 
 
+CLEMBENCH_ORDER = (
+    "travel-booking",
+    "job-interview",
+    "restaurant",
+    "things-places",
+    "letter-number",
+)
+"""clembench's privateshared experiments in the order of its instances file. An experiment's
+index there names its records' folder (`0_travel-booking`), so our files list the same
+experiments in the same order: a results folder merged with published clembench runs then pairs
+the same experiment under the same index."""
+
+
+def experiment_order(domains: Sequence[Domain]) -> list[Domain]:
+    """The domains in the order of an instances file: clembench's experiments in clembench's
+    order, then any others by name."""
+
+    def position(domain: Domain) -> tuple[int, str]:
+        if domain.name in CLEMBENCH_ORDER:
+            return CLEMBENCH_ORDER.index(domain.name), ""
+        return len(CLEMBENCH_ORDER), domain.name
+
+    return sorted(domains, key=position)
+
+
 def generate_instances(
     domains: Sequence[Domain], seed: int = DEFAULT_SEED, per_domain: int = DEFAULT_PER_DOMAIN
 ) -> InstancesFile:
-    """Sample `per_domain` instances of every domain; the same seed gives the same file."""
+    """Sample `per_domain` instances of every domain, in clembench's experiment order; the same
+    seed gives the same file."""
     experiments = []
-    for domain in domains:
+    for domain in experiment_order(domains):
         # One generator per domain, so adding a domain leaves the others' instances unchanged.
         rng = random.Random(f"{seed}:{domain.name}")
         instances = tuple(_sample_instance(domain, game_id, rng) for game_id in range(per_domain))
@@ -275,9 +301,9 @@ def generate_two_listener_instances(
     domains: Sequence[Domain], seed: int = DEFAULT_SEED, per_domain: int = DEFAULT_PER_DOMAIN
 ) -> InstancesFile:
     """Sample `per_domain` instances of both two-listener experiments of every domain that has a
-    second listener; the same seed gives the same file."""
+    second listener, domains in clembench's order; the same seed gives the same file."""
     experiments = []
-    for domain in domains:
+    for domain in experiment_order(domains):
         if domain.second_listener is None:
             continue
         for kind in AUDIENCE_KINDS:

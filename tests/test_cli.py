@@ -11,6 +11,7 @@ import pytest
 
 from privateshared.bench.cli import main
 from privateshared.bench.running.layout import safe_name
+from privateshared.domains.instances import default_instances_path
 from privateshared.graph.files import write_json
 
 EPISODE_FILES = ["instance.json", "interactions.json", "requests.json", "scores.json"]
@@ -46,9 +47,10 @@ def test_default_run_plays_every_instance_with_oracle_and_mock(run_dir: tuple[Pa
         folders = episode_folders(results, pair)
         assert len(folders) == 50
         experiments = sorted({folder.parent.name for folder in folders})
+        # clembench's order and indices, so a merge with published clembench runs lines up.
         assert experiments == [
-            "0_job-interview", "1_letter-number", "2_restaurant", "3_things-places",
-            "4_travel-booking",
+            "0_travel-booking", "1_job-interview", "2_restaurant", "3_things-places",
+            "4_letter-number",
         ]  # fmt: skip
         for folder in folders:
             files = sorted(path.name for path in folder.iterdir())
@@ -114,7 +116,12 @@ def test_score_follows_the_interactions(tmp_path: Path) -> None:
     [
         (["run", "--model", "gpt-none"], "OPENAI_API_KEY is not set"),
         (["run", "--model", "mock:abc"], "bad answerer 'mock:abc'"),
-        (["run", "--experiment", "cooking"], "unknown experiment 'cooking'"),
+        (["run", "--experiment", "cooking"], "unknown experiment 'cooking' (neither "),
+        (["run", "--experiment", "cooking", "--instances", str(default_instances_path())],
+         "domains/instances.json has none of that name); choose from travel-booking, "),
+        (["run", "--model", "human"], "a person cannot be the answerer of a run"),
+        (["run", "--model", "oracle", "--questioner", "human"],
+         "play yourself with `privateshared play`, or in LangGraph Studio"),
         (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--timeout", "0"],
          "--timeout: Input should be greater than 0"),
         (["run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--temperature", "-1"],
@@ -124,7 +131,8 @@ def test_score_follows_the_interactions(tmp_path: Path) -> None:
         (["replay", "/nonexistent", "--instances", "/nonexistent/i.json", "--results-dir", "x"],
          "file not found"),
     ],
-    ids=["no-key", "bad-mock", "unknown-experiment", "zero-timeout", "negative-temperature",
+    ids=["no-key", "bad-mock", "unknown-experiment", "unknown-in-one-file", "human-answerer",
+         "human-questioner", "zero-timeout", "negative-temperature",
          "instances-folder", "score-missing", "replay-missing"],
 )  # fmt: skip
 def test_bad_input_gives_one_line_and_no_traceback(
@@ -213,4 +221,5 @@ def test_eval_of_a_folder_it_cannot_write(tmp_path: Path, capsys: pytest.Capture
     (results / "results.md").mkdir()  # writing there now fails
     assert main(["eval", str(results)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot write" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"cannot read or write {results / 'results.md'} (Is a directory)" in err

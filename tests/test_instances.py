@@ -10,10 +10,12 @@ import pytest
 from privateshared.bench.cli import main
 from privateshared.domains.clembench_texts import ResourcesError
 from privateshared.domains.instances import (
+    CLEMBENCH_ORDER,
     DEFAULT_SEED,
     InstancesError,
     default_instance,
     default_instances_path,
+    experiment_order,
     generate_instances,
     playable_instances,
     read_instances,
@@ -46,7 +48,8 @@ def test_another_seed_gives_other_instances(capsys: pytest.CaptureFixture[str]) 
 def test_default_instances_are_random_in_every_respect() -> None:
     domains = load_domains()
     file = read_instances(default_instances_path())
-    assert [experiment.name for experiment in file.experiments] == sorted(domains)
+    assert [experiment.name for experiment in file.experiments] == list(CLEMBENCH_ORDER)
+    assert sorted(CLEMBENCH_ORDER) == sorted(domains)
     for experiment in file.experiments:
         domain = domains[experiment.name]
         specs = experiment.game_instances
@@ -71,7 +74,9 @@ def test_generation_is_deterministic_per_domain() -> None:
     both = generate_instances(domains, seed=5)
     alone = generate_instances(domains[1:], seed=5)
     # Adding a domain does not change the instances of the others.
-    assert both.experiments[1] == alone.experiments[0]
+    by_name = {experiment.name: experiment for experiment in both.experiments}
+    assert all(by_name[experiment.name] == experiment for experiment in alone.experiments)
+    assert len(alone.experiments) == len(both.experiments) - 1
     assert generate_instances(domains, seed=5) == both
 
 
@@ -157,10 +162,32 @@ def test_two_listener_file_is_reproduced_byte_for_byte(
     assert main(["instances", "--two-listeners", "--seed", str(DEFAULT_SEED)]) == 0
     assert capsys.readouterr().out.encode() == committed
     experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
-    assert experiments == ["job-interview-late-joiner", "job-interview-handover",
-                           "travel-booking-late-joiner", "travel-booking-handover"]  # fmt: skip
+    assert experiments == ["travel-booking-late-joiner", "travel-booking-handover",
+                           "job-interview-late-joiner", "job-interview-handover"]  # fmt: skip
     for experiment in read_instances(two_listener_instances_path()).experiments:
         changes = [spec.audience for spec in experiment.game_instances]
         assert len(changes) == 10 and all(change is not None for change in changes)
         # The change comes at seeded turns, 1 to n - 2, not always the same one.
         assert len({change.after_turn for change in changes if change}) > 1
+
+
+@needs_records
+def test_experiments_line_up_with_clembench_s_by_index_and_name(tmp_path: Path) -> None:
+    """Our default file lists clembench's experiments in the order of clembench's own instances
+    file, so a run's folders (`<index>_<experiment>`) are the ones published clembench runs
+    have: merged into one results folder, the same index holds the same experiment."""
+    clembench = read_instances(SHARED_RECORDS / "instances.json")
+    ours = read_instances(default_instances_path())
+    assert [e.name for e in ours.experiments] == [e.name for e in clembench.experiments]
+    assert main(["run", "--model", "oracle", "--results-dir", str(tmp_path)]) == 0
+    played = {path.name for path in tmp_path.glob("*/privateshared/*_*") if path.is_dir()}
+    published = {path.name for path in SHARED_RECORDS.glob("*/privateshared/*_*") if path.is_dir()}
+    assert published and published <= played
+
+
+def test_other_domains_follow_clembench_s_experiments_by_name() -> None:
+    shipped = load_domains()
+    extra = shipped["restaurant"].model_copy(update={"name": "bakery"})
+    another = shipped["restaurant"].model_copy(update={"name": "aquarium"})
+    names = [d.name for d in experiment_order([extra, *shipped.values(), another])]
+    assert names == [*CLEMBENCH_ORDER, "aquarium", "bakery"]

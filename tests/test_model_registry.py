@@ -64,7 +64,7 @@ def test_two_models_on_two_endpoints_in_one_run(
         assert alpha.max_in_flight == 2  # its cap, across the whole run
         assert beta.max_in_flight > 2  # uncapped: probes go out together
     for name, url in (("alpha", alpha.base_url), ("beta", beta.base_url)):
-        folder = results / f"{name}-t0.0--{name}-t0.0" / "privateshared" / "4_travel-booking"
+        folder = results / f"{name}-t0.0--{name}-t0.0" / "privateshared" / "0_travel-booking"
         settings = json.loads((folder / "experiment.json").read_text())["settings"]["answerer"]
         assert settings["name"] == name and settings["model"] == "fake-model"
         assert settings["base_url"] == url
@@ -72,7 +72,7 @@ def test_two_models_on_two_endpoints_in_one_run(
         scores = json.loads((folder / "episode_0" / "scores.json").read_text())
         assert scores["episode scores"]["Main Score"] == 100
     alpha_settings = json.loads(
-        (results / "alpha-t0.0--alpha-t0.0/privateshared/4_travel-booking/experiment.json")
+        (results / "alpha-t0.0--alpha-t0.0/privateshared/0_travel-booking/experiment.json")
         .read_text()
     )["settings"]["answerer"]  # fmt: skip
     assert alpha_settings["extra_body"] == {"max_tokens": 32, "seed": 7}

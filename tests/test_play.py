@@ -129,7 +129,7 @@ def test_answerer_seat_whole_episode_with_a_broken_reply(tmp_path: Path) -> None
             asked.append(slot_asked(turn))
             terminal.send(f"ANSWER: {INSTANCE.slots[asked[-1]]}.\n")
     assert terminal.finish() == 0
-    folder = tmp_path / "ada-t0.0--ada-t0.0" / "privateshared" / "4_travel-booking" / "episode_0"
+    folder = tmp_path / "ada-t0.0--ada-t0.0" / "privateshared" / "0_travel-booking" / "episode_0"
     scores = json.loads((folder / "scores.json").read_text())["episode scores"]
     # Every probe right in the end, every value given: 100; 5 answers, 30 probes, 1 re-prompt.
     assert scores["Main Score"] == 100
@@ -160,7 +160,7 @@ def test_questioner_seat_whole_episode_with_a_move_that_is_none(tmp_path: Path) 
     terminal.expect(r"Played\. Main Score 100\.00")
     assert "That breaks the format (not a move: 'please tell me everything')" in terminal.output
     assert terminal.finish() == 0
-    folder = tmp_path / "oracle-t0.0--human-t0.0" / "privateshared" / "4_travel-booking"
+    folder = tmp_path / "oracle-t0.0--human-t0.0" / "privateshared" / "0_travel-booking"
     scores = json.loads((folder / "episode_0" / "scores.json").read_text())["episode scores"]
     # 5 asks, 5 records and a finish are valid; the stray line is the one invalid call of 12.
     assert scores["Questioner Call Validity"] == pytest.approx(11 / 12)
@@ -225,5 +225,5 @@ def test_a_model_answers_a_person_who_asks(tmp_path: Path, monkeypatch: pytest.M
             terminal.send(question if following else "finish\n")
         terminal.expect(r"Played\. Main Score 100\.00")
         assert terminal.finish() == 0
-    folder = tmp_path / "fake-model-t0.0--human-t0.0" / "privateshared" / "4_travel-booking"
+    folder = tmp_path / "fake-model-t0.0--human-t0.0" / "privateshared" / "0_travel-booking"
     assert (folder / "episode_0" / "scores.json").is_file()
