@@ -23,9 +23,10 @@ class _HelpWithDefaults(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
+        # Identity, not equality: a default of 0.0 (the temperature) equals False.
         if (
             "default" in text
-            or action.default in (None, False, argparse.SUPPRESS)
+            or any(action.default is nothing for nothing in (None, False, argparse.SUPPRESS))
             or action.nargs == 0
         ):
             return text
