@@ -87,8 +87,11 @@ class Terminal:
                 self.output += chunk.decode(errors="replace").replace("\r\n", "\n")
             elif self.process.poll() is not None:
                 break
+        # Wait before closing our end: closing it hangs up the terminal, which would kill with
+        # SIGHUP a command still on its way out (a loaded machine, say), not yet exited.
+        code = self.process.wait(timeout=30)
         os.close(self.leader)
-        return self.process.wait(timeout=10)
+        return code
 
 
 def play(tmp_path: Path, *arguments: str) -> Terminal:
