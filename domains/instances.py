@@ -31,6 +31,7 @@ from privateshared.domains.clembench_texts import (
     resource_phrasings,
 )
 from privateshared.domains.loader import builtin_domains_dir, load_domains
+from privateshared.domains.registry import DOMAINS_VARIABLE, known_domains
 from privateshared.domains.schema import OUR_PROBE_WORDING, Domain, ProbeWording
 
 DEFAULT_SEED = 20251121
@@ -371,7 +372,9 @@ def playable_instances(
             if domain is None:
                 raise InstancesError(
                     f"{source}: experiment {experiment.name!r} uses domain "
-                    f"{experiment.domain!r}, which is not installed; known: {', '.join(domains)}"
+                    f"{experiment.domain!r}, which no known folder defines; pass its folder "
+                    f"with --domains DIR (or in {DOMAINS_VARIABLE}, or install its package); "
+                    f"known: {', '.join(domains)}"
                 )
             lookups = domain_phrasings(domain)
         elif resources is not None:
@@ -400,18 +403,62 @@ def playable_instances(
 
 
 @cache
-def default_instance(experiment: str, game_id: int) -> GameInstance:
-    """One instance of the default file, for runs that name it (e.g. from LangGraph Studio)."""
-    known: list[str] = []
-    for path in (default_instances_path(), two_listener_instances_path()):
-        file = read_instances(path)
-        for _, spec, instances in playable_instances(file, load_domains()):
-            if spec.name == experiment:
-                for instance in instances:
-                    if instance.game_id == game_id:
-                        return instance
-        known += [spec.name for spec in file.experiments]
-    raise InstancesError(
-        f"no default instance {experiment!r} #{game_id}; experiments: {', '.join(known)}, "
-        "game ids 0-9"
+def _shipped_playable() -> tuple[tuple[int, ExperimentSpec, list[GameInstance]], ...]:
+    """The experiments of the shipped instances files (classic, then two-listener), resolved."""
+    return tuple(
+        item
+        for path in (default_instances_path(), two_listener_instances_path())
+        for item in playable_instances(read_instances(path), load_domains(), source=str(path))
     )
+
+
+def default_playable(
+    domains: Mapping[str, Domain],
+) -> list[tuple[int, ExperimentSpec, list[GameInstance]]]:
+    """Every experiment that can be named without an instances file: the shipped files', then,
+    for each of `domains` they do not cover (an installed package's, a folder of the user's),
+    the instances `privateshared instances` draws by default, classic and two-listener."""
+    playable = list(_shipped_playable())
+    shipped = {spec.domain for _, spec, _ in playable}
+    others = [domain for name, domain in domains.items() if name not in shipped]
+    if others:
+        drawn = [generate_instances(others)]
+        if any(domain.second_listener is not None for domain in others):
+            drawn.append(generate_two_listener_instances(others))
+        for file in drawn:
+            playable += playable_instances(file, domains, source="default instances")
+    return playable
+
+
+def default_instance(experiment: str, game_id: int) -> GameInstance:
+    """One instance that a run names by experiment and game id (e.g. from LangGraph Studio).
+
+    A shipped experiment comes from the default files; any other from the known domains
+    (`registry.known_domains`, which reads PRIVATESHARED_DOMAINS), drawn as
+    `privateshared instances` draws them by default.
+    """
+    playable = list(_shipped_playable())
+    found = _find_instance(playable, experiment, game_id)
+    if found is None:  # only now the other sources: a shipped experiment needs none of them
+        playable = default_playable(known_domains())
+        found = _find_instance(playable, experiment, game_id)
+    if found is not None:
+        return found
+    known = ", ".join(spec.name for _, spec, _ in playable)
+    raise InstancesError(
+        f"no default instance {experiment!r} #{game_id}; experiments: {known}, game ids "
+        f"0-{DEFAULT_PER_DOMAIN - 1} (a domain of your own: set {DOMAINS_VARIABLE} to its folder)"
+    )
+
+
+def _find_instance(
+    playable: Sequence[tuple[int, ExperimentSpec, list[GameInstance]]],
+    experiment: str,
+    game_id: int,
+) -> GameInstance | None:
+    for _, spec, instances in playable:
+        if spec.name == experiment:
+            for instance in instances:
+                if instance.game_id == game_id:
+                    return instance
+    return None

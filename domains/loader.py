@@ -256,7 +256,7 @@ def load_domain(folder: Path) -> Domain:
     """Read one domain folder and validate it, or raise `DomainError` naming its first problem."""
     check = check_domain(folder)
     if check.domain is None:
-        raise DomainError(_first_problem(check.problems, folder))
+        raise DomainError(first_problem(check.problems, folder))
     return check.domain
 
 
@@ -269,11 +269,11 @@ def load_domains(root: Path | None = None) -> dict[str, Domain]:
     checks = check_domains(root)
     problems = [problem for check in checks for problem in check.problems]
     if problems:
-        raise DomainError(_first_problem(problems, root))
+        raise DomainError(first_problem(problems, root))
     return {check.domain.name: check.domain for check in checks if check.domain is not None}
 
 
-def _first_problem(problems: Sequence[str], path: Path) -> str:
+def first_problem(problems: Sequence[str], path: Path) -> str:
     """The first problem and a count of the others: a run stops with one line, and
     `domains check` lists them all."""
     if len(problems) == 1:

@@ -32,12 +32,14 @@ SHARED_RESOURCES = SHARED / "clembench-resources" / "texts"
 
 
 @pytest.fixture(autouse=True)
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests talk only to servers they start on 127.0.0.1, which httpx would send through a
     proxy set in the environment; and no test may reach a real OpenAI endpoint."""
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
                  "all_proxy", "OPENAI_BASE_URL"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
+    # A developer's own domain folders must not reach the tests' runs.
+    monkeypatch.delenv("PRIVATESHARED_DOMAINS", raising=False)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ equal, byte for byte, the one recorded in requests.json.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -38,13 +39,15 @@ from privateshared.domains.clembench_texts import (
     resource_phrasings,
 )
 from privateshared.domains.instances import (
+    ExperimentSpec,
     InstancesError,
     InstancesFile,
     InstanceSpec,
+    domain_phrasings,
     placeholder_phrasings,
     resolve_instance,
 )
-from privateshared.domains.schema import OUR_PROBE_WORDING, ProbeWording
+from privateshared.domains.schema import OUR_PROBE_WORDING, Domain, ProbeWording
 from privateshared.graph.context import GameContext
 from privateshared.graph.recorder import INTERACTIONS_FILE, REQUESTS_FILE, SCORES_FILE
 from privateshared.graph.records import (
@@ -124,12 +127,14 @@ def find_recorded_episodes(root: Path) -> list[RecordedEpisode]:
     return episodes
 
 
-def _find_spec(instances: InstancesFile, experiment: str, game_id: int) -> InstanceSpec:
+def _find_spec(
+    instances: InstancesFile, experiment: str, game_id: int
+) -> tuple[ExperimentSpec, InstanceSpec]:
     for spec in instances.experiments:
         if spec.name == experiment:
             for instance in spec.game_instances:
                 if instance.game_id == game_id:
-                    return instance
+                    return spec, instance
     raise InstancesError(
         f"the instances file has no experiment {experiment!r} with game_id {game_id}; "
         "pass the instances file the records were played on"
@@ -224,12 +229,15 @@ def _named_episode(recorded: Interactions, episode: RecordedEpisode) -> tuple[st
 
 
 def _instance_texts(
-    experiment: str, resources: Path | None
+    experiment: str, resources: Path | None, domain: Domain | None
 ) -> tuple[tuple[PhrasingLookup, PhrasingLookup], ProbeWording]:
-    """clembench's texts when given; else stand-ins, since the replies do not depend on them."""
-    if resources is None:
-        return placeholder_phrasings(experiment), OUR_PROBE_WORDING
-    return resource_phrasings(resources, experiment), clembench_probe_wording(resources)
+    """clembench's texts when given; else the texts of the domain the experiment names, when
+    known; else stand-ins, since the replies do not depend on them."""
+    if resources is not None:
+        return resource_phrasings(resources, experiment), clembench_probe_wording(resources)
+    if domain is not None:
+        return domain_phrasings(domain), OUR_PROBE_WORDING
+    return placeholder_phrasings(experiment), OUR_PROBE_WORDING
 
 
 async def replay_episode(
@@ -237,26 +245,36 @@ async def replay_episode(
     instances: InstancesFile,
     results_dir: Path,
     resources: Path | None = None,
+    domains: Mapping[str, Domain] | None = None,
 ) -> ReplayOutcome:
-    """Replay one recorded episode, write its records under `results_dir`, and compare."""
+    """Replay one recorded episode, write its records under `results_dir`, and compare.
+
+    An experiment of our own instances files names its domain: when `domains` knows it, the
+    instance gets its texts (clembench's files name none, and take `resources`' texts)."""
     folder, ours = episode.folder, results_dir / episode.relative
     outcome = ReplayOutcome(episode, reference_scores=(folder / SCORES_FILE).is_file())
+    named: str | None = None
     try:
         recorded = read_interactions(folder / INTERACTIONS_FILE)
         reference = read_scores(folder / SCORES_FILE) if outcome.reference_scores else None
         recorded_calls = _recorded_answerer_calls(folder, recorded)
         # The newer layout names the episode's experiment and game id in its meta block.
         experiment, game_id = _named_episode(recorded, episode)
-        spec = _find_spec(instances, experiment, game_id)
-        lookups, wording = _instance_texts(experiment, resources)
-        instance = resolve_instance(experiment, spec, *lookups, probe_wording=wording)
+        experiment_spec, spec = _find_spec(instances, experiment, game_id)
+        named = experiment_spec.domain
+        domain = (domains or {}).get(named) if resources is None and named else None
+        lookups, wording = _instance_texts(experiment, resources, domain)
+        instance = resolve_instance(
+            experiment, spec, *lookups, domain=domain, probe_wording=wording
+        )
     except (RecordsError, InstancesError, ResourcesError) as error:
         outcome.problem = str(error)
         return outcome
     except (KeyError, IndexError) as error:
+        texts = "the clembench texts" if resources is not None else "the domain folder"
         outcome.problem = (
-            f"{resources}: no text {error} that the instance asks for; pass the clembench texts "
-            "the records were played with"
+            f"{resources or f'domain {named!r}'}: no text {error} that the instance asks for; "
+            f"pass {texts} the records were played with"
         )
         return outcome
     replayer = ReplayAnswerer.from_interactions(recorded)

@@ -89,6 +89,15 @@ def _instances_options(command: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _domains_option(command: argparse.ArgumentParser, what: str) -> None:
+    """`--domains DIR`, repeatable: folders of domains beyond those every command knows (the
+    shipped ones, installed packages' and PRIVATESHARED_DOMAINS'; domains/registry.py)."""
+    command.add_argument(
+        "--domains", type=Path, action="append", metavar="DIR",
+        help=f"a folder of domain folders, or one domain folder (repeatable): {what}",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `privateshared` command and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -134,10 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="play episodes again even when their records are complete",
     )  # fmt: skip
     _instances_options(run)
+    _domains_option(
+        run, "its domains are known besides the shipped ones, installed packages' and "
+        "PRIVATESHARED_DOMAINS', for --instances and --experiment to use",
+    )  # fmt: skip
     run.add_argument(
         "--experiment", action="append", dest="experiments", metavar="NAME",
         help="play only this experiment (repeatable); names the shipped two-listener "
-        "experiments too",
+        "experiments too, and without --instances those of other known domains (their "
+        "default instances)",
     )  # fmt: skip
     _results_dir(run, "where records, results and transcripts go")
     run.add_argument(
@@ -161,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--experiment", metavar="NAME", help="an experiment, classic or two-listener (default: any)"
     )
     play.add_argument("--game-id", type=int, metavar="N", help="a game id (default: any)")
+    _domains_option(play, "its domains' experiments (their default instances) can be played too")
     play.add_argument("--name", default=HUMAN, help="your name in the records")
     play.add_argument(
         "--questioner", default="programmatic", metavar="NAME",
@@ -217,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="clembench's privateshared/resources/texts: plays the recorded instances with "
         "clembench's own texts and compares every answerer message with requests.json",
     )  # fmt: skip
+    _domains_option(
+        replay, "its domains give their texts to the instances that name them (the replies are "
+        "recorded, so other instances play with stand-in texts)",
+    )  # fmt: skip
 
     instances = _command(commands, "instances", "generate an instances file")
     instances.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
@@ -224,9 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-domain", type=int, default=DEFAULT_PER_DOMAIN, metavar="N",
         help="instances per domain (per experiment)",
     )  # fmt: skip
-    instances.add_argument(
-        "--domains", type=Path, metavar="DIR",
-        help="a folder of domain folders, or one domain folder (default: the shipped domains)",
+    _domains_option(
+        instances, "instances of its domains only, checked beside every known domain (default: "
+        "every known domain: the shipped ones, installed packages' and PRIVATESHARED_DOMAINS')",
     )  # fmt: skip
     instances.add_argument("--out", default="-", metavar="FILE", help="output file, - for stdout")
     instances.add_argument(
@@ -242,5 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
     check = _command(
         domain_commands, "check", "validate a domain folder or a folder of them, every problem"
     )
-    check.add_argument("path", type=Path, help="a domain folder, or a folder of domain folders")
+    check.add_argument(
+        "path", type=Path, nargs="?", metavar="PATH",
+        help="a domain folder, or a folder of domain folders, checked on its own (default: "
+        "every known domain: the shipped ones, installed packages' and PRIVATESHARED_DOMAINS')",
+    )  # fmt: skip
+    _domains_option(
+        check, "checked too, together with PATH's domains (without PATH, with every known "
+        "domain): a name two folders define is a problem",
+    )  # fmt: skip
     return parser

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import select
 import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -37,15 +38,8 @@ from privateshared.bench.running.layout import (
     write_experiment_file,
 )
 from privateshared.bench.running.plan import Playable
-from privateshared.domains.instances import (
-    ExperimentSpec,
-    GameInstance,
-    default_instances_path,
-    playable_instances,
-    read_instances,
-    two_listener_instances_path,
-)
-from privateshared.domains.loader import load_domains
+from privateshared.domains.instances import ExperimentSpec, GameInstance, default_playable
+from privateshared.domains.registry import known_domains
 from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.files import write_text
@@ -140,6 +134,23 @@ def _checkpointer() -> InMemorySaver:
     one (LangGraph warns about, and will refuse, types it was not told about)."""
     allowed = sorted(_state_types(EpisodeState, set()))
     return InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=allowed))
+
+
+def read_line(prompt: str) -> str:
+    """One line typed at the terminal, like `input(prompt)`, but Ctrl-C always stops it.
+
+    `input` blocks in the C library's read: a Ctrl-C that lands after the prompt is written but
+    before the read begins only sets Python's flag, and the read then waits for a line that may
+    never come (seen on a loaded machine). Waiting for the line in short selects lets Python
+    handle the signal between them, so KeyboardInterrupt comes within a tenth of a second."""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    while not select.select([sys.stdin], [], [], 0.1)[0]:
+        pass
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.removesuffix("\n")
 
 
 def play_in_terminal(
@@ -248,7 +259,7 @@ def play_command(args: argparse.Namespace) -> int:
     pair = pair_name(answerer, questioner)
     try:
         index, spec, instance = choose_instance(
-            everything_playable(), args.experiment, args.game_id,
+            everything_playable(args.domains or ()), args.experiment, args.game_id,
             lambda i, name, game: (episode_dir(args.results_dir, pair, i, name, game)
                                    / SCORES_FILE).is_file(),
             random.Random(),
@@ -260,7 +271,7 @@ def play_command(args: argparse.Namespace) -> int:
     if isinstance(partner, ChatModelPlayer):
         partner.check()  # one call, before the person starts
     try:
-        state = play_in_terminal(instance, context, args.seat, input, print)
+        state = play_in_terminal(instance, context, args.seat, read_line, print)
     except (KeyboardInterrupt, EOFError):
         print("\nprivateshared: stopped; this episode was not saved, and the next `play` starts "
               "a new one", file=sys.stderr)  # fmt: skip
@@ -274,9 +285,7 @@ def play_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def everything_playable() -> Playable:
-    """Every shipped experiment, classic and two-listener."""
-    playable = []
-    for path in (default_instances_path(), two_listener_instances_path()):
-        playable += playable_instances(read_instances(path), load_domains(), source=str(path))
-    return playable
+def everything_playable(folders: Sequence[Path] = ()) -> Playable:
+    """Every shipped experiment, classic and two-listener, then those of every other known
+    domain (installed packages', PRIVATESHARED_DOMAINS', `folders`), as drawn by default."""
+    return default_playable(known_domains(folders))

@@ -15,6 +15,7 @@ from privateshared.bench.clembench.replay import (
 from privateshared.bench.cli.usage import UsageError, check_writable
 from privateshared.domains.clembench_texts import REPROMPTS_FILE
 from privateshared.domains.instances import read_instances
+from privateshared.domains.registry import known_domains
 
 
 def replay_command(args: argparse.Namespace) -> int:
@@ -26,6 +27,10 @@ def replay_command(args: argparse.Namespace) -> int:
             f"{args.resources}: no {REPROMPTS_FILE} here; pass clembench's "
             "privateshared/resources/texts folder as --resources"
         )
+    # Our own instances files name their domains, whose texts the replayed instances then get;
+    # clembench's name none, and need no domain.
+    named = any(experiment.domain is not None for experiment in instances.experiments)
+    domains = known_domains(args.domains or ()) if named or args.domains else {}
     episodes = find_recorded_episodes(args.source)
     if not episodes:
         raise UsageError(f"{args.source}: no privateshared episodes with an interactions.json")
@@ -34,7 +39,9 @@ def replay_command(args: argparse.Namespace) -> int:
     async def replay_all() -> list[ReplayOutcome]:
         outcomes = []
         for episode in episodes:
-            outcome = await replay_episode(episode, instances, args.results_dir, args.resources)
+            outcome = await replay_episode(
+                episode, instances, args.results_dir, args.resources, domains
+            )
             print("\n".join(describe_outcome(outcome)))
             outcomes.append(outcome)
         return outcomes

@@ -33,25 +33,32 @@ from privateshared.domains.instances import (
     ExperimentSpec,
     GameInstance,
     default_instances_path,
+    default_playable,
     playable_instances,
     read_instances,
     two_listener_instances_path,
 )
-from privateshared.domains.loader import load_domains
+from privateshared.domains.registry import known_domains
 from privateshared.graph.context import GameContext
 from privateshared.graph.files import sweep_leftovers
 
 
 def playable(args: argparse.Namespace) -> Playable:
     """The experiments to play: every one of --instances (default: the classic benchmark), or
-    those named by --experiment, which may also name the shipped two-listener experiments."""
+    those named by --experiment, which may also name the shipped two-listener experiments and,
+    without --instances, those of every other known domain (their default instances)."""
+    # Every known domain: shipped, installed, PRIVATESHARED_DOMAINS and --domains. Instances
+    # travel to worker processes and Ray workers with their texts resolved, so only this
+    # process needs to find the domains.
+    domains = known_domains(args.domains or ())
     files = [args.instances or default_instances_path()]
+    experiments: list[tuple[int, ExperimentSpec, list[GameInstance]]]
     if args.experiments and args.instances is None:
         files.append(two_listener_instances_path())
-    experiments: list[tuple[int, ExperimentSpec, list[GameInstance]]] = []
-    for path in files:
-        experiments += playable_instances(
-            read_instances(path), load_domains(), args.resources, source=str(path)
+        experiments = default_playable(domains)
+    else:
+        experiments = playable_instances(
+            read_instances(files[0]), domains, args.resources, source=str(files[0])
         )
     if args.experiments:
         known = [experiment.name for _, experiment, _ in experiments]
@@ -59,7 +66,7 @@ def playable(args: argparse.Namespace) -> Playable:
         if unknown:
             where = (
                 f"{files[0]} has none" if len(files) == 1
-                else f"neither {files[0]} nor {files[1]} has one"
+                else f"neither {files[0]} nor {files[1]} has one, nor another known domain"
             )  # fmt: skip
             raise UsageError(
                 f"unknown experiment {unknown[0]!r} ({where} of that name); "

@@ -11,18 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from privateshared.domains.instances import (
     GameInstance,
-    default_instances_path,
+    default_playable,
     playable_instances,
     read_instances,
-    two_listener_instances_path,
 )
-from privateshared.domains.loader import load_domains
+from privateshared.domains.registry import known_domains
 
 ReplyFunction = Callable[[list[dict[str, Any]]], "str | dict[str, Any]"]
 """Messages as the server received them -> the reply's text, or a dict with `content` and
@@ -151,14 +150,18 @@ def _is_known(
     return False
 
 
-def default_answerer(instances: Path | None = None, resources: Path | None = None) -> ReplyFunction:
-    """A perfect answerer for every instance of an instances file (default: the shipped ones,
-    classic and two-listener; clembench's with `resources`, its texts)."""
-    paths = [instances] if instances else [default_instances_path(), two_listener_instances_path()]
-    playable = [
-        item for path in paths
-        for item in playable_instances(read_instances(path), load_domains(), resources)
-    ]  # fmt: skip
+def default_answerer(
+    instances: Path | None = None, resources: Path | None = None, domains: Sequence[Path] = ()
+) -> ReplyFunction:
+    """A perfect answerer for every instance of an instances file (default: every instance a
+    run can name without one: the shipped ones, classic and two-listener, and the default ones
+    of every other known domain; clembench's with `resources`, its texts). `domains` adds domain
+    folders to the known ones (domains/registry.py)."""
+    known = known_domains(domains)
+    playable = (
+        playable_instances(read_instances(instances), known, resources)
+        if instances else default_playable(known)
+    )  # fmt: skip
     return answerer_for(*(instance for _, _, instances in playable for instance in instances))
 
 
@@ -210,10 +213,12 @@ def perfect_questioner(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {"content": "", "tool_calls": calls}
 
 
-def default_players(instances: Path | None = None, resources: Path | None = None) -> ReplyFunction:
+def default_players(
+    instances: Path | None = None, resources: Path | None = None, domains: Sequence[Path] = ()
+) -> ReplyFunction:
     """One endpoint for every role over the default instances: a request whose first message is
     a system prompt goes to the questioner or the judge, any other to the answerer."""
-    answerer = default_answerer(instances, resources)
+    answerer = default_answerer(instances, resources, domains)
 
     def reply(messages: list[dict[str, Any]]) -> str | dict[str, Any]:
         first = messages[0] if messages else {}
