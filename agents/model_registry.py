@@ -14,18 +14,33 @@
         api_key_env: VLLM_KEY
         extra_body: {chat_template_kwargs: {enable_thinking: false}}
 
-Every entry is a `ModelSpec` (agents/llm.py), validated on load: a bad entry is one line naming
-the file, the entry, the field and the fix.
+      - name: my-asker               # a user's player, by import path (agents/imports.py)
+        player: ./players.py:Asker   # a file relative to this file's folder, or module:attr
+
+Every entry is a `ModelSpec` (agents/llm.py), or a `PlayerEntry` when it has `player`; each is
+validated on load: a bad entry is one line naming the file, the entry, the field and the fix.
+An entry's `name` is what the command line picks and what records show.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from privateshared.agents.imports import absolute_import_path, is_import_path
 from privateshared.agents.llm import ModelSpec
 
 
@@ -33,10 +48,48 @@ class RegistryError(ValueError):
     """A registry file that cannot be used; the message is one line with the fix."""
 
 
+class PlayerEntry(BaseModel):
+    """A user's player in the registry, named by import path."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    """The name the command line picks, and records and tables show."""
+    player: str
+    """`module:attr` or `./file.py:attr` (agents/imports.py); a relative file starts from the
+    registry file's folder, and is kept absolute once read."""
+
+    @field_validator("player")
+    @classmethod
+    def _is_an_import_path(cls, value: str) -> str:
+        if not is_import_path(value, meant=True):
+            raise ValueError(
+                "must name a player by import path: module:attr, or ./file.py:attr for a file"
+            )
+        return value
+
+    @property
+    def played_as(self) -> str:
+        return self.name
+
+
+def _entry_kind(entry: object) -> str:
+    if isinstance(entry, dict):
+        return "player" if "player" in entry else "model"
+    return "player" if isinstance(entry, PlayerEntry) else "model"
+
+
+RegistryEntry = Annotated[
+    Annotated[ModelSpec, Tag("model")] | Annotated[PlayerEntry, Tag("player")],
+    Discriminator(_entry_kind),
+]
+"""A model on its endpoint, or a user's player (an entry with `player`)."""
+
+
 class _Registry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    models: list[ModelSpec]
+    models: list[RegistryEntry]
 
     @model_validator(mode="after")
     def _names_are_unique(self) -> _Registry:
@@ -65,8 +118,8 @@ def _load(path: Path) -> object:
         raise RegistryError(f"{path}: not valid {kind} ({where}); fix the file") from None
 
 
-def read_registry(path: Path) -> dict[str, ModelSpec]:
-    """The models of a registry file, by the name they are played under."""
+def read_registry(path: Path) -> dict[str, ModelSpec | PlayerEntry]:
+    """The models and players of a registry file, by the name they are played under."""
     raw = _load(path)
     try:
         registry = _Registry.model_validate(raw)
@@ -79,7 +132,7 @@ def read_registry(path: Path) -> dict[str, ModelSpec]:
             entry = entries[location[1]] if isinstance(entries, list) else None
             name = entry.get("name") or entry.get("model") if isinstance(entry, dict) else None
             where = f"entry {location[1] + 1}" + (f" ({name})" if name else "")
-            location = location[2:]
+            location = location[3:]  # less the entry's kind (model or player)
         field = ".".join(str(part) for part in location) or "models"
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
@@ -87,4 +140,10 @@ def read_registry(path: Path) -> dict[str, ModelSpec]:
         elif first["type"] == "missing":
             message = "missing; add it"
         raise RegistryError(f"{path}: {where}: {field}: {message}") from None
-    return {spec.played_as: spec for spec in registry.models}
+    folder = path.parent.absolute()
+    named: dict[str, ModelSpec | PlayerEntry] = {}
+    for entry in registry.models:
+        if isinstance(entry, PlayerEntry):  # a file named from the registry's folder
+            entry = entry.model_copy(update={"player": absolute_import_path(entry.player, folder)})
+        named[entry.played_as] = entry
+    return named

@@ -1,4 +1,7 @@
-"""Players by name: how a CLI flag, a Studio input or a config turns into a `Player`."""
+"""Players by name: how a CLI flag, a Studio input or a config turns into a `Player`.
+
+A name is one of ours (oracle, mock:SEED, programmatic, human, ...), a user's player by import
+path (`module:attr`, `./file.py:attr`; agents/imports.py), or else a model's name."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from privateshared.agents.baselines import (
     OracleAnswerer,
 )
 from privateshared.agents.human import HumanPlayer
+from privateshared.agents.imports import is_import_path, load_player
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
@@ -66,8 +70,8 @@ def resolve_model(spec: object, environ: Mapping[str, str] | None = None) -> Pla
 
 
 def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
-    """The answerer: a `Player`, a name (oracle, always-yes, always-no, mock, mock:SEED), or a
-    model (a name or a `ModelSpec`)."""
+    """The answerer: a `Player`, a name (oracle, always-yes, always-no, mock, mock:SEED), a
+    user's player by import path, or a model (a name or a `ModelSpec`)."""
     if isinstance(spec, Player):
         return spec
     if spec == HUMAN:
@@ -77,12 +81,14 @@ def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> 
     if spec in PROGRAMMATIC_QUESTIONERS:
         raise PlayerConfigError(f"{spec!r} is a questioner; the answerer is one of "
                                 f"{', '.join(PROGRAMMATIC_ANSWERERS)} or a model")  # fmt: skip
+    if isinstance(spec, str) and is_import_path(spec):
+        return load_player(spec)
     return resolve_model(spec, environ)
 
 
 def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -> Player:
-    """The questioner: a `Player`, `programmatic`, or a model (a name or a `ModelSpec`) that
-    plays through function calls."""
+    """The questioner: a `Player`, `programmatic`, a user's player by import path, or a model (a
+    name or a `ModelSpec`) that plays through function calls."""
     if isinstance(spec, Player):
         return spec
     if spec == HUMAN:
@@ -93,11 +99,16 @@ def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -
         raise PlayerConfigError(
             f"{spec!r} is an answerer; the questioner is programmatic or a model"
         )
+    if isinstance(spec, str) and is_import_path(spec):
+        return load_player(spec)
     return resolve_model(spec, environ)
 
 
 def resolve_judge(spec: object, environ: Mapping[str, str] | None = None) -> Player:
-    """The judge of the questioner's questions: a `Player`, or a model."""
+    """The judge of the questioner's questions: a `Player`, a user's player by import path, or
+    a model."""
     if isinstance(spec, Player):
         return spec
+    if isinstance(spec, str) and is_import_path(spec):
+        return load_player(spec)
     return resolve_model(spec, environ)

@@ -12,6 +12,7 @@ from privateshared.agents.model_registry import RegistryError, read_registry
 from privateshared.bench.cli import main
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import default_players
+from tests.test_user_players import PLAYERS, check_played
 
 ALPHA_KEY, BETA_KEY = "sk-alpha-0123456789", "sk-beta-9876543210"
 
@@ -92,6 +93,30 @@ def test_plain_names_still_take_the_command_line_endpoint(tmp_path: Path) -> Non
                  "travel-booking", "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
 
 
+def test_an_entry_names_a_users_player_from_the_registrys_folder(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An entry with `player` names a user's player by import path (tests/test_user_players.py);
+    the entry's name is the one the command line and the records use, and a relative file
+    starts from the registry's folder, wherever the run is."""
+    (tmp_path / "my_players.py").write_text(PLAYERS)
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n"
+        "  - {name: my-echo, player: ./my_players.py:EchoAnswerer}\n"
+        "  - {name: asker, player: my_players.py:ReverseAsker}\n"
+    )
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)
+    code = main(["run", "--models", str(registry), "--model", "my-echo", "--questioner", "asker",
+                 "--experiment", "travel-booking", "--results-dir", "records"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    check_played(elsewhere / "records", "my-echo", "asker")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -119,6 +144,16 @@ def test_plain_names_still_take_the_command_line_endpoint(tmp_path: Path) -> Non
             "models:\n  - {name: a, model: m}\n  - {name: a, model: n}\n",
             "two entries are named 'a'; rename one",
         ),
+        (
+            "models:\n  - {name: a, player: gpt-4o}\n",
+            "entry 1 (a): player: must name a player by import path: module:attr, or "
+            "./file.py:attr for a file",
+        ),
+        (
+            "models:\n  - {name: a, player: ./p.py:A, model: m}\n",
+            "entry 1 (a): model: unknown field; remove it or fix its spelling",
+        ),
+        ("models:\n  - {player: ./p.py:A}\n", "entry 1: name: missing; add it"),
         ("models: [\n", "not valid YAML"),
     ],
 )

@@ -4,7 +4,8 @@ Names become players by role: the programmatic answerers (oracle, always-yes, al
 answer only, `programmatic` only asks, and any other name is a model behind the endpoint options,
 or a local model served by llama.cpp once its server runs. A name in the model registry
 (`--models FILE`, agents/model_registry.py) is that entry's model, with its own endpoint and
-settings.
+settings, or its user's player. An import path (`module:attr`, `./file.py:attr`;
+agents/imports.py) is a user's player, in any seat its protocol lets it take.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Literal
 from pydantic import SecretStr, ValidationError
 
 from privateshared.agents.base import Player
+from privateshared.agents.imports import is_import_path, load_player
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
+from privateshared.agents.model_registry import PlayerEntry
 from privateshared.agents.registry import (
     HUMAN,
     PROGRAMMATIC_QUESTIONERS,
@@ -73,8 +76,12 @@ def player(
     if is_programmatic_answerer(name) or name in PROGRAMMATIC_QUESTIONERS:
         raise CastError(f"{name!r} cannot be the {role}; give a model name")
     registered = getattr(args, "registry", {}).get(name)
+    if isinstance(registered, PlayerEntry):  # its file was made absolute when the registry was read
+        return load_player(registered.player, name=registered.name)
     if registered is not None:  # the registry's own endpoint and settings
         return resolve_model(registered)
+    if is_import_path(name):  # a user's player; no role check beyond the protocol
+        return load_player(name)
     if is_local_model(name):
         if name not in servers:
             return None

@@ -2,11 +2,13 @@
 
 Ray (Apache-2.0, the `ray` extra) is imported here only, and only when `--ray` is given. Each
 episode is one Ray task: a worker builds the players from their recipe (a model from its
-`ModelSpec`, reading its key from the worker's own environment, so no key travels with a task),
-plays the episode on its own event loop and returns the final state. The driver writes every
-record, as a local run does, so the results folder is the same and resume works the same way: a
-killed driver leaves finished episodes on disk, and the next run plays only what is missing. A
-worker that dies mid-episode loses that episode's progress only: Ray runs the task again.
+`ModelSpec`, reading its key from the worker's own environment, so no key travels with a task;
+a user's player from its import path, which the worker imports, since the module the driver
+loaded it from need not exist there), plays the episode on its own event loop and returns the
+final state. The driver writes every record, as a local run does, so the results folder is the
+same and resume works the same way: a killed driver leaves finished episodes on disk, and the
+next run plays only what is missing. A worker that dies mid-episode loses that episode's
+progress only: Ray runs the task again.
 
 A model's cap on calls under way holds across the whole cluster through one `CallSlots` actor
 per capped model, which every worker asks for a slot before each call.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from privateshared.agents.base import Player
+from privateshared.agents.imports import ImportedPlayer, ImportSpec
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_model
 from privateshared.agents.throttle import ThrottledPlayer
@@ -41,15 +44,20 @@ class RayError(RuntimeError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """How a worker builds a player: a model from its spec (and its cap's actor), anything else
-    (programs, which hold no connections) as it is."""
+    """How a worker builds a player: a model from its spec (and its cap's actor), a user's player
+    from its import path, anything else (our programs, which hold no connections) as it is."""
 
     spec: ModelSpec | None = None
     player: Player | None = None
+    origin: ImportSpec | None = None
+    """A user's player: the worker imports it (a file at the same absolute path, a module that
+    is installed or on PYTHONPATH there)."""
     cap: tuple[int, Any] | None = None
     """The model's cap and its `CallSlots` actor when its calls are capped; None otherwise."""
 
     def build(self) -> Player:
+        if self.origin is not None:
+            return self.origin.load()
         if self.spec is None:
             assert self.player is not None
             return self.player
@@ -123,8 +131,12 @@ def recipes(ray: Any, cast: Cast, limit: int | None) -> dict[str, Recipe]:
         if player.name in made:
             continue
         spec = model_spec_of(player)
-        if spec is None:  # a program: sent as it is, without a local call cap's semaphore
-            made[player.name] = Recipe(player=getattr(player, "inner", player))
+        inner = getattr(player, "inner", player)  # without a local call cap's semaphore
+        if isinstance(inner, ImportedPlayer):
+            made[player.name] = Recipe(origin=inner.origin)
+            continue
+        if spec is None:  # one of our programs: sent as it is
+            made[player.name] = Recipe(player=inner)
             continue
         caps = [cap for cap in (limit, spec.max_concurrent_calls) if cap is not None]
         shared = (min(caps), actor.remote(min(caps))) if caps else None
