@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from privateshared.agents.base import ChatMessage, Player, PlayerFailure, PlayerRequest
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG
-from privateshared.graph.context import GameContext, game_context
+from privateshared.graph.context import GameContext, episode_setup, game_context, run_context
 from privateshared.graph.listeners import heard_now, present_at
 from privateshared.graph.records import ANSWERER, CallFailure
 from privateshared.graph.state import EpisodeState, Exchange, QuestionerStep, Reply
@@ -102,7 +102,10 @@ async def instruct_answerer(
         raise ValueError(
             "this thread already holds an episode; start a new thread to play another one"
         )
-    now = game_context(runtime).clock()
+    # The episode starts here, with the players and rules of this run's context; they stay
+    # with the thread (any `setup` in the input is replaced: the context says who plays).
+    context = run_context(runtime)
+    now = context.clock()
     instance = state.instance or default_instance(state.experiment, state.game_id)
     instructions = Exchange(
         slot=None,
@@ -112,12 +115,12 @@ async def instruct_answerer(
         parsed=PSEUDO_ANSWER,
         present=present_at(instance, 0),
     )
-    return {"instance": instance, "dialogue": [instructions]}
+    return {"instance": instance, "dialogue": [instructions], "setup": episode_setup(context)}
 
 
 async def answer_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Get the answer, check its format and filling, and mark every slot it shares as shared."""
-    ctx = game_context(runtime)
+    ctx = game_context(state, runtime)
     instance = state.instance
     assert instance is not None  # set by instruct_answerer
     exchange = state.dialogue[-1]

@@ -19,7 +19,7 @@ async def change_audience(state: EpisodeState, runtime: Runtime[GameContext]) ->
     instance = state.instance
     assert instance is not None and instance.audience is not None
     audience = instance.audience
-    now = game_context(runtime).clock()
+    now = game_context(state, runtime).clock()
     k = audience.after_turn
     if audience.kind == "late-joiner":
         change = AudienceChange(kind=audience.kind, after_turn=k, listener=audience.listener,

@@ -76,7 +76,7 @@ def judge_messages(
 
 async def judge_questions(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Have the judge, if there is one, rate every question the questioner asked."""
-    ctx = game_context(runtime)
+    ctx = game_context(state, runtime)
     judge = ctx.judge
     instance = state.instance
     if judge is None or instance is None or state.error is not None:

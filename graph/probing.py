@@ -85,7 +85,7 @@ async def probe_slot(
 async def probe_round(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Probe every slot once per listener so far, in the order the instance gives for this
     round."""
-    ctx = game_context(runtime)
+    ctx = game_context(state, runtime)
     instance = state.instance
     assert instance is not None  # set by instruct_answerer
     round_index = len(state.probe_rounds)

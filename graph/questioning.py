@@ -279,7 +279,7 @@ def revealed_so_far(dialogue: Sequence[Exchange], instance: GameInstance) -> fro
 
 async def ask_question(state: EpisodeState, runtime: Runtime[GameContext]) -> dict[str, object]:
     """Let the questioner make its move: record what it learned, then ask or finish."""
-    ctx = game_context(runtime)
+    ctx = game_context(state, runtime)
     instance = state.instance
     assert instance is not None  # set by instruct_answerer
     turn = len(state.dialogue)

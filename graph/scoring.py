@@ -147,6 +147,6 @@ async def score_episode(state: EpisodeState, runtime: Runtime[GameContext]) -> d
     what is written is what was scored, built once.
 
     Async although it awaits nothing: a sync node would cost a thread-pool hop per episode."""
-    interactions, calls = build_records(state, describe_players(game_context(runtime)))
+    interactions, calls = build_records(state, describe_players(game_context(state, runtime)))
     records = EpisodeRecords(interactions=interactions, calls=calls)
     return {"records": records, "scores": score_interactions(interactions)}

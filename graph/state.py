@@ -170,6 +170,33 @@ class EpisodeRecords(BaseModel):
     """requests.json: every model call, in order."""
 
 
+class GivenPlayer(BaseModel):
+    """A seat's player as the run's context gave it, before it was made a `Player`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    given: str | dict[str, JsonValue]
+    """The name (`human`, `oracle`, `mock:4`, a model, an import path) or the model spec, as
+    given; for a `Player` object given from Python, its name."""
+    python_object: bool = False
+    """Given as a `Player` object from Python: `given` names it but cannot make it again."""
+
+
+class EpisodeSetup(BaseModel):
+    """The players and rules an episode started with, as its first run's context gave them.
+
+    Kept in the state so that they stay with the thread: a later run on it (the resume of a
+    person's turn) plays with them, whether its context repeats them or leaves them out."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answerer: GivenPlayer
+    questioner: GivenPlayer
+    judge: GivenPlayer | None
+    max_tries: int
+    sequential_probes: bool
+
+
 class EpisodeState(BaseModel):
     """Everything about one episode that the nodes share."""
 
@@ -177,6 +204,8 @@ class EpisodeState(BaseModel):
     """Experiment of the default instance to play when `instance` is not given."""
     game_id: int = 0
     """Game id of the default instance to play when `instance` is not given."""
+    setup: EpisodeSetup | None = None
+    """The players and rules the episode started with; None until it has started."""
     instance: GameInstance | None = None
     """The instance played; filled from the default instances when absent."""
     dialogue: list[Exchange] = []
