@@ -2,6 +2,8 @@
 
 A run, in the order it happens:
 
+- `run_benchmark` (running/benchmark.py): a whole run from Python, in one call, returning its
+  evaluation as data.
 - `cli/`: the `privateshared` command; parses the command line and hands each command to its
   module (run, play, eval, transcribe, score, replay, instances, domains check).
 - `running/`: plays the benchmark: who plays (cast), what is left to play (plan), the episodes
@@ -16,3 +18,7 @@ A run, in the order it happens:
 
 The game itself (graph/), the players (agents/) and the data (domains/) never import from here.
 """
+
+from privateshared.bench.running.benchmark import arun_benchmark, run_benchmark
+
+__all__ = ["arun_benchmark", "run_benchmark"]

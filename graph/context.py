@@ -63,7 +63,8 @@ Answerer = Annotated[
         {
             **_PLAYER_SCHEMA,
             "description": "oracle, one-listener, mock, mock:SEED, human (a person, through "
-            "interrupts), a model name, or {model, base_url, ...}",
+            "interrupts), your own player as module:attr or ./file.py:attr (a file relative to "
+            "where the server runs), a model name, or {model, base_url, ...}",
         }
     ),
 ]
@@ -73,8 +74,8 @@ Questioner = Annotated[
     WithJsonSchema(
         {
             **_PLAYER_SCHEMA,
-            "description": "programmatic, human (a person, through interrupts), a model name, "
-            "or {model, base_url, ...}",
+            "description": "programmatic, human (a person, through interrupts), your own player "
+            "as module:attr or ./file.py:attr, a model name, or {model, base_url, ...}",
         }
     ),
 ]
@@ -83,7 +84,13 @@ Questioner = Annotated[
 Judge = Annotated[
     Player,
     PlainValidator(resolve_judge),
-    WithJsonSchema({**_PLAYER_SCHEMA, "description": "a model name, or {model, base_url, ...}"}),
+    WithJsonSchema(
+        {
+            **_PLAYER_SCHEMA,
+            "description": "a model name, {model, base_url, ...}, or your own player as "
+            "module:attr or ./file.py:attr",
+        }
+    ),
 ]
 
 

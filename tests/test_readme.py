@@ -45,6 +45,8 @@ from tests.conftest import (
     SHARED_RESOURCES,
     hear_ctrl_c,
 )
+from tests.test_user_domains import NAME as CLINIC
+from tests.test_user_domains import make_clinic
 
 README = REPO / "README.md"
 VENV_BIN = Path(sys.executable).parent
@@ -91,6 +93,23 @@ RUN_30 = (
     "privateshared run --instances /tmp/instances-30.json --model oracle --results-dir /tmp/thirty"
 )
 
+MINE_RUN = (
+    "privateshared run --model ./answerer.py:SaidItAnswerer --model oracle "
+    "--questioner ./asker.py:ReverseAsker --experiment travel-booking --results-dir records-mine"
+)
+MINE_SWAPPED_BACK = (
+    "privateshared run --model ./answerer.py:SaidItAnswerer --questioner programmatic "
+    "--experiment travel-booking --results-dir records-mine"
+)
+DOMAIN_INSTANCES = "privateshared instances --domains my_domains --out clinic.json"
+DOMAIN_RUN = (
+    "privateshared run --domains my_domains --instances clinic.json --model oracle --model mock"
+)
+DOMAIN_RUN_BY_NAME = (
+    "privateshared run --domains my_domains --experiment clinic-intake --model oracle"
+)
+DOMAIN_CHECK = "privateshared domains check --domains my_domains"
+
 RUN: dict[str, str] = {
     TWO_LISTENER_RUN: "results.json equals the two-listener table of 'Who knows what'",
     REFERENCE_RUN: "results.json equals the reference players' table; its table rows are "
@@ -104,6 +123,12 @@ RUN: dict[str, str] = {
     INSTANCES_IDENTICAL: "prints identical",
     INSTANCES_30: "writes 30 instances per experiment",
     RUN_30: "plays all of them",
+    MINE_RUN: "the README's own players play from their files, under their names",
+    MINE_SWAPPED_BACK: "the programmatic questioner takes the seat back",
+    DOMAIN_INSTANCES: "writes instances of the user's domain only",
+    DOMAIN_RUN: "plays them: the oracle scores 100",
+    DOMAIN_RUN_BY_NAME: "plays the domain's default instances by its experiment's name",
+    DOMAIN_CHECK: "lists every known domain, the user's with its folder",
 }
 """The commands this module runs, in no particular order (they run in README order), with
 what it checks of each."""
@@ -139,6 +164,9 @@ NOT_RUN: dict[str, str] = {
     "--concurrency 64": f"{_RAY}; {_REGISTRY}",
     "LANGGRAPH_CLI_NO_ANALYTICS=1 .venv/bin/langgraph dev": (
         "a server that opens a browser; tests/test_langgraph_dev.py plays through langgraph dev"
+    ),
+    "privateshared play --as answerer --domains my_domains --experiment clinic-intake": (
+        "interactive: tests/test_user_domains.py plays it through a pseudo-terminal"
     ),
     "python scripts/perf.py --clem ~/clem/bin/clem --clembench-game ~/clembench/privateshared": (
         "needs a clembench install (clemcore and clembench's game folder)"
@@ -305,6 +333,40 @@ def readme_text() -> str:
     return README.read_text(encoding="utf-8")
 
 
+def python_blocks(text: str) -> list[Block]:
+    """The README's Python blocks, each a whole script."""
+    return [block for block in code_blocks(text) if block.language == "python"]
+
+
+def saved_name(block: Block) -> str | None:
+    """The file the README says to save a Python block as: `# asker.py: ...` on its first
+    line."""
+    match = re.match(r"# (\w+\.py):", block.lines[0]) if block.lines else None
+    return match.group(1) if match else None
+
+
+def claimed_output(text: str, block: Block) -> list[str]:
+    """The lines the README says a Python block prints: the `backticked` texts after "prints"
+    in the prose between the block and the next one."""
+    lines = text.splitlines()
+    end = block.start + len(block.lines) + 2
+    following = [b.start for b in code_blocks(text) if b.start > block.start]
+    prose = "\n".join(lines[end : following[0] if following else len(lines)])
+    match = re.search(r"prints ((?:`[^`]+`(?:,? and |, )?)+)", " ".join(prose.split()))
+    return re.findall(r"`([^`]+)`", match.group(1)) if match else []
+
+
+def make_users_files(folder: Path) -> None:
+    """What the README assumes its reader made: the Python files it says to save, and a folder
+    `my_domains/` holding a domain `clinic-intake` (the shipped travel booking, renamed)."""
+    for block in python_blocks(readme_text()):
+        name = saved_name(block)
+        if name is not None:
+            (folder / name).write_text("\n".join(block.lines) + "\n")
+    (folder / "my_domains").mkdir()
+    make_clinic(folder / "my_domains")
+
+
 # --- Running the commands
 
 
@@ -359,6 +421,7 @@ def _clone(root: Path) -> Path:
             (main / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, main / name)
     (root / "work" / "shared").symlink_to(SHARED, target_is_directory=True)
+    make_users_files(main)
     return main
 
 
@@ -824,3 +887,59 @@ def test_instances_of_30_per_experiment_are_played(ran: dict[str, Ran]) -> None:
     assert results is not None
     played = {a["experiment"]: a["played"] for a in results["experiments"]}
     assert played == counts
+
+
+def test_the_readme_s_own_players_play_under_their_names(ran: dict[str, Ran]) -> None:
+    results = outcome(ran, MINE_RUN).results
+    assert results is not None
+    scores = {row["model"]: row["quality_score"] for row in results["models"]}
+    assert scores == {"oracle-t0.0--reverse-asker-t0.0": 100.0,
+                      "said-it-t0.0--reverse-asker-t0.0": 100.0}  # fmt: skip
+    back = outcome(ran, MINE_SWAPPED_BACK).results
+    assert back is not None
+    assert "said-it-t0.0--said-it-t0.0" in {row["model"] for row in back["models"]}
+
+
+def test_a_domain_of_ones_own_is_played(ran: dict[str, Ran]) -> None:
+    outcome(ran, DOMAIN_INSTANCES)
+    for key in (DOMAIN_RUN, DOMAIN_RUN_BY_NAME):
+        results = outcome(ran, key).results
+        assert results is not None
+        rows = {(row["model"], row["experiment"]): row for row in results["experiments"]}
+        oracle = rows[("oracle-t0.0--oracle-t0.0", CLINIC)]
+        assert oracle["played"] == oracle["episodes"] > 0 and oracle["quality_score"] == 100.0
+    assert ("mock-t0.0--mock-t0.0", CLINIC) in {
+        (row["model"], row["experiment"]) for row in outcome(ran, DOMAIN_RUN).results["experiments"]
+    }
+    listing = outcome(ran, DOMAIN_CHECK).stdout
+    assert f"{CLINIC}: ok" in listing and "my_domains" in listing
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the README's Python blocks, each saved as its own script."""
+    folder = tmp_path_factory.mktemp("python-examples")
+    for index, block in enumerate(python_blocks(readme_text())):
+        name = saved_name(block) or f"example_{index}.py"
+        (folder / name).write_text("\n".join(block.lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "index", range(len(python_blocks(readme_text()))),
+    ids=lambda index: saved_name(python_blocks(readme_text())[index]) or f"block {index}",
+)  # fmt: skip
+def test_python_examples_run_as_pasted_and_print_what_the_readme_says(
+    scripts: Path, index: int
+) -> None:
+    block = python_blocks(readme_text())[index]
+    name = saved_name(block) or f"example_{index}.py"
+    done = subprocess.run(
+        [str(VENV_BIN / "python"), name], cwd=scripts, env=_environment(),
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
+    )  # fmt: skip
+    where = f"README.md line {block.start + 1} ({name})"
+    assert done.returncode == 0, f"{where}:\n{done.stdout}\n{done.stderr}"
+    printed = done.stdout.splitlines()
+    for line in claimed_output(readme_text(), block):
+        assert line in printed, f"{where} should print {line!r}; it printed:\n{done.stdout}"

@@ -30,6 +30,7 @@ from privateshared.bench.cli.usage import UsageError
 from privateshared.bench.reporting.evaluate import ResultsError
 from privateshared.bench.reporting.record_files import RecordsError
 from privateshared.bench.reporting.transcripts.index import TranscriptError
+from privateshared.bench.running.benchmark import ExperimentError
 from privateshared.bench.running.cast import CastError
 from privateshared.bench.running.local_model import LocalModelError
 from privateshared.bench.running.ray_cluster import RayError
@@ -52,7 +53,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 BAD_INPUT = (
-    UsageError, DomainError, InstancesError, PlayerConfigError, RecordsError, ResultsError,
+    UsageError, ExperimentError, DomainError, InstancesError, PlayerConfigError, RecordsError,
+    ResultsError,
     TranscriptError, LocalModelError, CastError, ResourcesError, WorkerError, RegistryError,
     RayError,
 )  # fmt: skip

@@ -48,7 +48,8 @@ def _model_options(command: argparse.ArgumentParser, roles: str) -> None:
     command.add_argument(
         "--models", type=Path, dest="registry_file", metavar="FILE",
         help="model registry (JSON or YAML): per model its id, endpoint, key variable and "
-        f"settings; {roles} then name its entries",
+        "settings, or a player of your own ({name, player: ./file.py:attr}, a file relative to "
+        f"the registry's folder); {roles} then name its entries",
     )  # fmt: skip
     command.add_argument(
         "--base-url", metavar="URL",
@@ -111,18 +112,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model", action="append", dest="models", metavar="NAME",
         help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
-        "run here by llama.cpp), local:PATH.gguf, a registry entry, or a model served at "
+        "run here by llama.cpp), local:PATH.gguf, a registry entry, your own player as "
+        "module:attr or ./file.py:attr (a player, a class or a factory), or a model served at "
         f"--base-url (repeatable; default: {' '.join(DEFAULT_MODELS)}, SmolLM2 on the 5-slot "
         "experiments only)",
     )  # fmt: skip
     run.add_argument(
         "--questioner", default="programmatic", metavar="NAME",
-        help="who asks: programmatic, or a model (any name --model takes except the "
-        "programmatic answerers), which plays through function calls",
+        help="who asks: programmatic, your own player (module:attr or ./file.py:attr), or a "
+        "model (any name --model takes except the programmatic answerers), which plays through "
+        "function calls",
     )  # fmt: skip
     run.add_argument(
         "--judge", metavar="NAME",
-        help="a model that rates every question of the questioner from 1 to 5 (default: none)",
+        help="a model, or your own player (module:attr or ./file.py:attr), that rates every "
+        "question of the questioner from 1 to 5 (default: none)",
     )  # fmt: skip
     _model_options(run, "--model, --questioner and --judge")
     run.add_argument(
@@ -179,13 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--name", default=HUMAN, help="your name in the records")
     play.add_argument(
         "--questioner", default="programmatic", metavar="NAME",
-        help="with --as answerer: who asks, programmatic or a model (at --base-url, or a "
-        "registry entry)",
+        help="with --as answerer: who asks, programmatic, your own player (module:attr or "
+        "./file.py:attr) or a model (at --base-url, or a registry entry)",
     )  # fmt: skip
     play.add_argument(
         "--model", default="oracle", metavar="NAME",
-        help="with --as questioner: who answers, oracle, one-listener, mock, or a model (at "
-        "--base-url, or a registry entry)",
+        help="with --as questioner: who answers, oracle, one-listener, mock, your own player "
+        "(module:attr or ./file.py:attr), or a model (at --base-url, or a registry entry)",
     )  # fmt: skip
     _model_options(play, "--model and --questioner")
     _results_dir(play, "where your episode's records go")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from privateshared.bench.cli.report import report
 from privateshared.bench.cli.usage import UsageError, check_writable
+from privateshared.bench.running.benchmark import ExperimentError, select_experiments
 from privateshared.bench.running.cast import DEFAULT_MAX_SLOTS, Cast, cast_players, named_models
 from privateshared.bench.running.episodes import Finished, record_episode, run_episodes
 from privateshared.bench.running.local_model import LocalServer, is_local_model, locate
@@ -29,51 +30,18 @@ from privateshared.bench.running.plan import (
 from privateshared.bench.running.progress import ProgressBar
 from privateshared.bench.running.ray_cluster import connect, play_on_ray
 from privateshared.bench.running.workers import OnFinished, default_workers, play_in_workers
-from privateshared.domains.instances import (
-    ExperimentSpec,
-    GameInstance,
-    default_instances_path,
-    default_playable,
-    playable_instances,
-    read_instances,
-    two_listener_instances_path,
-)
-from privateshared.domains.registry import known_domains
 from privateshared.graph.context import GameContext
 from privateshared.graph.files import sweep_leftovers
 
 
 def playable(args: argparse.Namespace) -> Playable:
-    """The experiments to play: every one of --instances (default: the classic benchmark), or
-    those named by --experiment, which may also name the shipped two-listener experiments and,
-    without --instances, those of every other known domain (their default instances)."""
-    # Every known domain: shipped, installed, PRIVATESHARED_DOMAINS and --domains. Instances
-    # travel to worker processes and Ray workers with their texts resolved, so only this
-    # process needs to find the domains.
-    domains = known_domains(args.domains or ())
-    files = [args.instances or default_instances_path()]
-    experiments: list[tuple[int, ExperimentSpec, list[GameInstance]]]
-    if args.experiments and args.instances is None:
-        files.append(two_listener_instances_path())
-        experiments = default_playable(domains)
-    else:
-        experiments = playable_instances(
-            read_instances(files[0]), domains, args.resources, source=str(files[0])
+    """The experiments the command line names (see `select_experiments`)."""
+    try:
+        return select_experiments(
+            args.instances, args.experiments, args.domains or (), args.resources
         )
-    if args.experiments:
-        known = [experiment.name for _, experiment, _ in experiments]
-        unknown = [name for name in args.experiments if name not in known]
-        if unknown:
-            where = (
-                f"{files[0]} has none" if len(files) == 1
-                else f"neither {files[0]} nor {files[1]} has one, nor another known domain"
-            )  # fmt: skip
-            raise UsageError(
-                f"unknown experiment {unknown[0]!r} ({where} of that name); "
-                f"choose from {', '.join(known)}"
-            )
-        experiments = [item for item in experiments if item[1].name in args.experiments]
-    return experiments
+    except ExperimentError as error:
+        raise UsageError(str(error)) from None
 
 
 def run_command(args: argparse.Namespace) -> int:

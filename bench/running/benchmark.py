@@ -1,0 +1,185 @@
+"""A benchmark run from Python, in one call: players and experiments in, the evaluation out.
+
+    from privateshared.bench import run_benchmark
+    evaluation = run_benchmark(["oracle", "mock"], experiments=["travel-booking"])
+    evaluation.models          # per model: % Played, Quality Score, clemscore, ...
+    evaluation.episodes        # per episode: status and scores
+
+It plays what `privateshared run` plays, with the same words for players (names, import paths,
+model names at an OpenAI-compatible endpoint) or `Player` objects, into the same records (so the
+command line's `eval`, `transcribe` and resume work on them), in this process and event loop. It
+returns the evaluation of the episodes it was asked for, read back from their records, rather
+than printing a table. `arun_benchmark` is the same for code that already runs an event loop (a
+notebook: `await arun_benchmark(...)`).
+
+Local models (smollm2, local:PATH.gguf), worker processes and Ray clusters are the command
+line's; `select_experiments` is shared with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from privateshared.agents.base import Player
+from privateshared.agents.llm import ChatModelPlayer
+from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
+from privateshared.bench.reporting.evaluate import Evaluation, evaluate_benchmarks, read_episode
+from privateshared.bench.running.episodes import run_episodes
+from privateshared.bench.running.plan import (
+    Playable,
+    is_done,
+    plan_episodes,
+    write_experiment_files,
+)
+from privateshared.domains.instances import (
+    ExperimentSpec,
+    GameInstance,
+    default_instances_path,
+    default_playable,
+    playable_instances,
+    read_instances,
+    two_listener_instances_path,
+)
+from privateshared.domains.registry import known_domains
+from privateshared.graph.files import sweep_leftovers
+
+PlayerName = Player | str
+"""A player, or what names one where players are named: `oracle`, `mock:3`, `programmatic`,
+`./my_players.py:Asker`, `my_package.players:asker`, a model name."""
+
+
+class ExperimentError(ValueError):
+    """Experiments that cannot be played as named; the message is one line with the fix."""
+
+
+def select_experiments(
+    instances: Path | None = None,
+    experiments: Sequence[str] | None = None,
+    domains: Sequence[Path] = (),
+    resources: Path | None = None,
+) -> Playable:
+    """The experiments to play: every one of `instances` (default: the classic benchmark), or
+    those named in `experiments`, which without `instances` may also name the shipped
+    two-listener experiments and those of every other known domain (their default instances)."""
+    # Every known domain: shipped, installed, PRIVATESHARED_DOMAINS and `domains`. Instances
+    # travel to worker processes and Ray workers with their texts resolved, so only this
+    # process needs to find the domains.
+    known_to_us = known_domains(domains)
+    files = [instances or default_instances_path()]
+    playable: list[tuple[int, ExperimentSpec, list[GameInstance]]]
+    if experiments and instances is None:
+        files.append(two_listener_instances_path())
+        playable = default_playable(known_to_us)
+    else:
+        playable = playable_instances(
+            read_instances(files[0]), known_to_us, resources, source=str(files[0])
+        )
+    if experiments:
+        known = [experiment.name for _, experiment, _ in playable]
+        unknown = [name for name in experiments if name not in known]
+        if unknown:
+            where = (
+                f"{files[0]} has none" if len(files) == 1
+                else f"neither {files[0]} nor {files[1]} has one, nor another known domain"
+            )  # fmt: skip
+            raise ExperimentError(
+                f"unknown experiment {unknown[0]!r} ({where} of that name); "
+                f"choose from {', '.join(known)}"
+            )
+        playable = [item for item in playable if item[1].name in experiments]
+    return playable
+
+
+async def arun_benchmark(
+    answerers: Sequence[PlayerName],
+    questioner: PlayerName = "programmatic",
+    *,
+    experiments: Sequence[str] | None = None,
+    results_dir: Path | str = "records",
+    instances: Path | str | None = None,
+    domains: Sequence[Path | str] = (),
+    judge: PlayerName | None = None,
+    concurrency: int = 8,
+    rerun: bool = False,
+    sequential_probes: bool = False,
+) -> Evaluation:
+    """Play every instance of `experiments` (default: the classic benchmark) with every answerer
+    and `questioner`, write the records under `results_dir`, and evaluate those episodes.
+
+    Episodes whose records are complete are not played again (unless `rerun`), so a call that
+    was interrupted is finished by the same call. Raises `ExperimentError` for experiments that
+    cannot be played, `PlayerConfigError` for a player that cannot be made, and a
+    `ValueError` when the experiments mix the classic and the two-listener benchmarks, which are
+    evaluated apart (call once for each).
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if not answerers:
+        raise ValueError("no answerers; name at least one, e.g. run_benchmark(['oracle'])")
+    folder = Path(results_dir)
+    playable = select_experiments(
+        Path(instances) if instances is not None else None,
+        experiments,
+        [Path(domain) for domain in domains],
+    )
+    players = [resolve_answerer(answerer) for answerer in answerers]
+    asker = resolve_questioner(questioner)
+    rater = resolve_judge(judge) if judge is not None else None
+    models = [player for player in (*players, asker, rater) if isinstance(player, ChatModelPlayer)]
+    for model in models:  # one call each before any episode, as the command line does
+        await asyncio.to_thread(model.check)
+    planned = plan_episodes(players, asker, playable, folder)
+    pending = [episode for episode in planned if rerun or not is_done(episode.folder)]
+    folder.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(folder)
+    write_experiment_files(pending, asker, folder, rater)
+    try:
+        await run_episodes(
+            pending, asker, folder, concurrency=concurrency,
+            sequential_probes=sequential_probes, judge=rater,
+        )  # fmt: skip
+    finally:
+        for model in models:
+            await model.aclose()
+    evaluations = evaluate_benchmarks([read_episode(episode.folder) for episode in planned])
+    if len(evaluations) > 1:
+        raise ValueError(
+            "these experiments belong to two benchmarks, the classic and the two-listener one, "
+            "which are never evaluated together; their records are written: call once for each "
+            "to get each one's evaluation"
+        )
+    return evaluations[0]
+
+
+def run_benchmark(
+    answerers: Sequence[PlayerName],
+    questioner: PlayerName = "programmatic",
+    *,
+    experiments: Sequence[str] | None = None,
+    results_dir: Path | str = "records",
+    instances: Path | str | None = None,
+    domains: Sequence[Path | str] = (),
+    judge: PlayerName | None = None,
+    concurrency: int = 8,
+    rerun: bool = False,
+    sequential_probes: bool = False,
+) -> Evaluation:
+    """`arun_benchmark`, for code that runs no event loop of its own (a script); in a notebook
+    or other running loop, `await arun_benchmark(...)` instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError(
+            "run_benchmark cannot run inside a running event loop (a notebook has one); "
+            "use `await arun_benchmark(...)` there"
+        )
+    playing = arun_benchmark(
+        answerers, questioner, experiments=experiments, results_dir=results_dir,
+        instances=instances, domains=domains, judge=judge, concurrency=concurrency,
+        rerun=rerun, sequential_probes=sequential_probes,
+    )  # fmt: skip
+    return asyncio.run(playing)
