@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -277,10 +278,12 @@ def test_play_offers_the_domain(clinic: Path, tmp_path: Path) -> None:
 
 
 def install_clinic_package(tmp_path: Path) -> Path:
-    """Install a package of one domain, registering its entry point, into a folder of its own
-    (pip, offline, no build isolation: the setuptools of our environment builds it). The folder
-    on PYTHONPATH makes it installed for a subprocess: importlib.metadata reads its dist-info
-    there as in site-packages."""
+    """A temporary virtual environment with a package of one domain installed in it, which
+    registers the domain through its entry point; the environment's Python.
+
+    The environment sees this one's packages (privateshared and what it needs) through a .pth
+    file, as one made with `pip install privateshared` would have them, and the package is
+    installed into it by pip, offline, built by this environment's setuptools."""
     project = tmp_path / "clinic-domains"
     package = project / "clinic_domains"
     make_clinic(package)
@@ -292,28 +295,46 @@ def install_clinic_package(tmp_path: Path) -> Path:
         '[tool.setuptools.packages.find]\ninclude = ["clinic_domains*"]\n\n'
         '[tool.setuptools.package-data]\n"*" = ["*.json", "*.txt"]\n'
     )
-    site = tmp_path / "site"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site_packages = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    # A .pth line starting with `import` runs: addsitedir also reads our site's own .pth files
+    # (the editable install of privateshared is one).
+    ours = sysconfig.get_path("purelib")
+    Path(site_packages, "with-privateshared.pth").write_text(
+        f"import site; site.addsitedir({ours!r})\n"
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(site), str(project)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+         "--no-deps", "--no-index", "--no-build-isolation", str(project)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
-    return site
+    return python
 
 
-def privateshared(site: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    env.pop(DOMAINS_VARIABLE, None)
+def privateshared(python: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The command line, run by the temporary environment's Python."""
+    env = {name: value for name, value in os.environ.items() if name != DOMAINS_VARIABLE}
+    command = "import sys; from privateshared.bench.cli import main; sys.exit(main())"
     return subprocess.run(
-        [str(BIN / "privateshared"), *argv], env=env, capture_output=True, text=True, timeout=300
-    )
+        [str(python), "-c", command, *argv], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
 
 
 def test_an_installed_package_is_found_through_its_entry_point(tmp_path: Path) -> None:
-    site = install_clinic_package(tmp_path)
-    installed = site / "clinic_domains" / "clinic_intake"
+    python = install_clinic_package(tmp_path)
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    installed = Path(purelib) / "clinic_domains" / "clinic_intake"
 
-    listing = privateshared(site, "domains", "check")
+    listing = privateshared(python, "domains", "check")
     assert listing.returncode == 0, listing.stderr
     assert (
         f"{NAME}: ok; slots from (10 values), to (10 values), by (10 values), class (10 values), "
@@ -321,12 +342,12 @@ def test_an_installed_package_is_found_through_its_entry_point(tmp_path: Path) -
         "clinic-domains)"
     ) in listing.stdout.splitlines()
 
-    made = privateshared(site, "instances", "--per-domain", "1")
+    made = privateshared(python, "instances", "--per-domain", "1")
     assert made.returncode == 0, made.stderr
     assert [e["name"] for e in json.loads(made.stdout)["experiments"]] == [*SHIPPED, NAME]
 
     results = tmp_path / "records"
-    run = privateshared(site, "run", "--experiment", NAME, "--model", "oracle",
+    run = privateshared(python, "run", "--experiment", NAME, "--model", "oracle",
                         "--results-dir", str(results))  # fmt: skip
     assert run.returncode == 0, run.stderr
     oracle = main_scores(results, "oracle-t0.0--oracle-t0.0")
@@ -334,7 +355,7 @@ def test_an_installed_package_is_found_through_its_entry_point(tmp_path: Path) -
 
     # Installed once, named again with --domains: a clash naming the installed folder.
     again = make_clinic(tmp_path / "again")
-    clash = privateshared(site, "run", "--domains", str(again.parent), "--model", "oracle",
+    clash = privateshared(python, "run", "--domains", str(again.parent), "--model", "oracle",
                           "--results-dir", str(results))  # fmt: skip
     assert clash.returncode == 2
     assert clash.stderr == (
