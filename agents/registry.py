@@ -5,6 +5,7 @@ path (`module:attr`, `./file.py:attr`; agents/imports.py), or else a model's nam
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 
@@ -65,8 +66,19 @@ def resolve_model(spec: object, environ: Mapping[str, str] | None = None) -> Pla
             where = ".".join(str(part) for part in first["loc"])
             raise PlayerConfigError(f"bad model spec: {where}: {first['msg']}") from None
     if isinstance(spec, ModelSpec):
-        return ChatModelPlayer(spec, api_key(spec, os.environ if environ is None else environ))
+        key = api_key(spec, os.environ if environ is None else environ)
+        # One player per spec and key, reused: a server (langgraph dev) resolves the context's
+        # players for every run, and for every node of a resumed thread; a player per
+        # resolution would leave an open connection pool behind each time.
+        known = (spec.model_dump_json(), hashlib.sha256(key.get_secret_value().encode()).digest())
+        if known not in _MODEL_PLAYERS:
+            _MODEL_PLAYERS[known] = ChatModelPlayer(spec, key)
+        return _MODEL_PLAYERS[known]
     raise PlayerConfigError(f"cannot make a player of {spec!r}; give a name or a model spec")
+
+
+_MODEL_PLAYERS: dict[tuple[str, bytes], ChatModelPlayer] = {}
+"""Model players made so far, by spec and a digest of the key (see `resolve_model`)."""
 
 
 def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
