@@ -19,8 +19,10 @@ line's; `select_experiments` is shared with it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 
 from privateshared.agents.base import Player
 from privateshared.agents.llm import ChatModelPlayer
@@ -45,6 +47,8 @@ from privateshared.domains.instances import (
 from privateshared.domains.registry import known_domains
 from privateshared.graph.files import sweep_leftovers
 
+P = ParamSpec("P")
+T = TypeVar("T")
 PlayerName = Player | str
 """A player, or what names one where players are named: `oracle`, `mock:3`, `programmatic`,
 `./my_players.py:Asker`, `my_package.players:asker`, a model name."""
@@ -153,33 +157,24 @@ async def arun_benchmark(
     return evaluations[0]
 
 
-def run_benchmark(
-    answerers: Sequence[PlayerName],
-    questioner: PlayerName = "programmatic",
-    *,
-    experiments: Sequence[str] | None = None,
-    results_dir: Path | str = "records",
-    instances: Path | str | None = None,
-    domains: Sequence[Path | str] = (),
-    judge: PlayerName | None = None,
-    concurrency: int = 8,
-    rerun: bool = False,
-    sequential_probes: bool = False,
-) -> Evaluation:
-    """`arun_benchmark`, for code that runs no event loop of its own (a script); in a notebook
-    or other running loop, `await arun_benchmark(...)` instead."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
+def _blocking(play: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """`play` for code that runs no event loop of its own (a script): the same arguments, the
+    same result; in a notebook or another running loop, await the coroutine itself."""
+
+    @functools.wraps(play)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(play(*args, **kwargs))
         raise RuntimeError(
-            "run_benchmark cannot run inside a running event loop (a notebook has one); "
-            "use `await arun_benchmark(...)` there"
+            f"{play.__name__.removeprefix('a')} cannot run inside a running event loop (a "
+            f"notebook has one); use `await {play.__name__}(...)` there"
         )
-    playing = arun_benchmark(
-        answerers, questioner, experiments=experiments, results_dir=results_dir,
-        instances=instances, domains=domains, judge=judge, concurrency=concurrency,
-        rerun=rerun, sequential_probes=sequential_probes,
-    )  # fmt: skip
-    return asyncio.run(playing)
+
+    blocking.__name__ = blocking.__qualname__ = play.__name__.removeprefix("a")
+    return blocking
+
+
+run_benchmark = _blocking(arun_benchmark)
+"""`arun_benchmark` for a script; in a notebook, `await arun_benchmark(...)`."""
