@@ -10,6 +10,7 @@ from privateshared.agents.base import (
 )
 from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
 from privateshared.agents.imports import is_import_path, load_player
+from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
 from privateshared.agents.registry import resolve_answerer, resolve_questioner
 from privateshared.agents.scripted import ProgrammaticQuestioner
@@ -17,6 +18,8 @@ from privateshared.agents.scripted import ProgrammaticQuestioner
 __all__ = [
     "ChatMessage",
     "ChatModelPlayer",
+    "LangChainPlayer",
+    "LangChainSpec",
     "MockAnswerer",
     "ModelSpec",
     "OracleAnswerer",

@@ -3,7 +3,8 @@
 `package.module:attr` names an object in an importable module (installed, or on PYTHONPATH),
 `./path/to/file.py:attr` (or `../...`, or an absolute path) one in a Python file, as
 `langgraph.json` names graphs. The object may be a `Player` (a `name`, a `temperature` and an
-async `respond`), a class built with no arguments, or a factory called with none. The command
+async `respond`), a LangChain chat model (which plays through agents/langchain_player.py), a
+class built with no arguments, or a factory called with none. The command
 line, a registry entry (agents/model_registry.py), Studio's context and `resolve_answerer` and
 its siblings all come here, so the same words name the same player everywhere.
 
@@ -49,10 +50,12 @@ from types import ModuleType
 from pydantic import BaseModel, ConfigDict
 
 from privateshared.agents.base import Player, PlayerReply, PlayerRequest
+from privateshared.agents.langchain_player import LANGCHAIN_PREFIX, LangChainPlayer, is_chat_model
 from privateshared.agents.llm import PlayerConfigError
 
-OWN_PREFIXES = ("mock:", "local:")
-"""Names of ours that hold a colon (mock:SEED, local:PATH.gguf): never import paths."""
+OWN_PREFIXES = ("mock:", "local:", LANGCHAIN_PREFIX)
+"""Names of ours that hold a colon (mock:SEED, local:PATH.gguf, langchain:PROVIDER:MODEL): never
+import paths."""
 NEEDS = "a player has a name (str), a temperature (float) and an async respond(request)"
 """What every 'not a player' line ends with."""
 
@@ -282,9 +285,12 @@ def _arguments_needed(target: object) -> list[str]:
 
 
 def _player_of(target: object, attr: str, shown: str) -> Player:
-    """The player `target` is, builds (a class) or returns (a factory)."""
+    """The player `target` is, builds (a class) or returns (a factory); a LangChain chat model
+    plays through `LangChainPlayer`."""
     made = target
-    if isinstance(target, type) or (callable(target) and not hasattr(target, "respond")):
+    if not is_chat_model(target) and (
+        isinstance(target, type) or (callable(target) and not hasattr(target, "respond"))
+    ):
         kind = "class" if isinstance(target, type) else "factory"
         needed = _arguments_needed(target)
         if needed:
@@ -298,6 +304,11 @@ def _player_of(target: object, attr: str, shown: str) -> Player:
             raise PlayerConfigError(
                 f"{shown}: {attr}() failed ({_one_line(error)}); fix the {kind}"
             ) from None
+    if is_chat_model(made):
+        try:
+            return LangChainPlayer(made)
+        except PlayerConfigError as error:
+            raise PlayerConfigError(f"{shown}: {error}") from None
     problem = _not_a_player(made)
     if problem is not None:
         said = f"{attr} is" if made is target else f"{attr}() made"

@@ -14,12 +14,18 @@
         api_key_env: VLLM_KEY
         extra_body: {chat_template_kwargs: {enable_thinking: false}}
 
+      - name: claude                 # a LangChain chat model (agents/langchain_player.py),
+        provider: anthropic          # made by init_chat_model: any provider it knows
+        model: claude-sonnet-4-5
+        parameters: {max_tokens: 256}
+
       - name: my-asker               # a user's player, by import path (agents/imports.py)
         player: ./players.py:Asker   # a file relative to this file's folder, or module:attr
 
-Every entry is a `ModelSpec` (agents/llm.py), or a `PlayerEntry` when it has `player`; each is
-validated on load: a bad entry is one line naming the file, the entry, the field and the fix.
-An entry's `name` is what the command line picks and what records show.
+Every entry is a `ModelSpec` (agents/llm.py), a `LangChainSpec` when it has `provider`, or a
+`PlayerEntry` when it has `player`; each is validated on load: a bad entry is one line naming
+the file, the entry, the field and the fix. An entry's `name` is what the command line picks
+and what records show.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from pydantic import (
 )
 
 from privateshared.agents.imports import absolute_import_path, is_import_path
+from privateshared.agents.langchain_player import LangChainSpec
 from privateshared.agents.llm import ModelSpec
 
 
@@ -75,15 +82,22 @@ class PlayerEntry(BaseModel):
 
 def _entry_kind(entry: object) -> str:
     if isinstance(entry, dict):
-        return "player" if "player" in entry else "model"
-    return "player" if isinstance(entry, PlayerEntry) else "model"
+        return "player" if "player" in entry else "langchain" if "provider" in entry else "model"
+    if isinstance(entry, PlayerEntry):
+        return "player"
+    return "langchain" if isinstance(entry, LangChainSpec) else "model"
 
 
 RegistryEntry = Annotated[
-    Annotated[ModelSpec, Tag("model")] | Annotated[PlayerEntry, Tag("player")],
+    Annotated[ModelSpec, Tag("model")]
+    | Annotated[LangChainSpec, Tag("langchain")]
+    | Annotated[PlayerEntry, Tag("player")],
     Discriminator(_entry_kind),
 ]
-"""A model on its endpoint, or a user's player (an entry with `player`)."""
+"""A model on its OpenAI-compatible endpoint, a LangChain model (an entry with `provider`), or
+a user's player (an entry with `player`)."""
+Entry = ModelSpec | LangChainSpec | PlayerEntry
+"""A registry entry, read."""
 
 
 class _Registry(BaseModel):
@@ -118,7 +132,7 @@ def _load(path: Path) -> object:
         raise RegistryError(f"{path}: not valid {kind} ({where}); fix the file") from None
 
 
-def read_registry(path: Path) -> dict[str, ModelSpec | PlayerEntry]:
+def read_registry(path: Path) -> dict[str, Entry]:
     """The models and players of a registry file, by the name they are played under."""
     raw = _load(path)
     try:
@@ -132,7 +146,7 @@ def read_registry(path: Path) -> dict[str, ModelSpec | PlayerEntry]:
             entry = entries[location[1]] if isinstance(entries, list) else None
             name = entry.get("name") or entry.get("model") if isinstance(entry, dict) else None
             where = f"entry {location[1] + 1}" + (f" ({name})" if name else "")
-            location = location[3:]  # less the entry's kind (model or player)
+            location = location[3:]  # less the entry's kind (model, langchain or player)
         field = ".".join(str(part) for part in location) or "models"
         message = first["msg"].removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
@@ -141,7 +155,7 @@ def read_registry(path: Path) -> dict[str, ModelSpec | PlayerEntry]:
             message = "missing; add it"
         raise RegistryError(f"{path}: {where}: {field}: {message}") from None
     folder = path.parent.absolute()
-    named: dict[str, ModelSpec | PlayerEntry] = {}
+    named: dict[str, Entry] = {}
     for entry in registry.models:
         if isinstance(entry, PlayerEntry):  # a file named from the registry's folder
             entry = entry.model_copy(update={"player": absolute_import_path(entry.player, folder)})

@@ -1,7 +1,9 @@
 """Players by name: how a CLI flag, a Studio input or a config turns into a `Player`.
 
 A name is one of ours (oracle, mock:SEED, programmatic, human, ...), a user's player by import
-path (`module:attr`, `./file.py:attr`; agents/imports.py), or else a model's name."""
+path (`module:attr`, `./file.py:attr`; agents/imports.py), a LangChain model
+(`langchain:PROVIDER:MODEL`; agents/langchain_player.py), or else a model's name at an
+OpenAI-compatible endpoint. From Python, a LangChain chat model object plays as it is."""
 
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ from privateshared.agents.baselines import (
 )
 from privateshared.agents.human import HumanPlayer
 from privateshared.agents.imports import is_import_path, load_player
+from privateshared.agents.langchain_player import (
+    LangChainPlayer,
+    LangChainSpec,
+    is_chat_model,
+    is_langchain_name,
+    langchain_spec,
+)
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
 from privateshared.agents.scripted import ProgrammaticQuestioner
 
@@ -54,19 +63,42 @@ def _programmatic_answerer(name: str) -> Player:
     )
 
 
+def _spec_error(error: ValidationError) -> PlayerConfigError:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return PlayerConfigError(f"bad model spec: {where}: {first['msg']}")
+
+
 def resolve_model(spec: object, environ: Mapping[str, str] | None = None) -> Player:
-    """A model player from a model name or a `ModelSpec` (also as a dict, e.g. from Studio)."""
+    """A model player from a model name, `langchain:PROVIDER:MODEL`, a `ModelSpec` or a
+    `LangChainSpec` (also as a dict, e.g. from Studio: one with `provider` is LangChain's), or a
+    LangChain chat model object."""
+    if is_chat_model(spec):
+        return LangChainPlayer(spec)
+    if is_langchain_name(spec):
+        try:
+            spec = langchain_spec(spec)
+        except ValidationError as error:
+            raise _spec_error(error) from None
     if isinstance(spec, str):
         spec = ModelSpec(model=spec)
     if isinstance(spec, Mapping):
+        kind = LangChainSpec if "provider" in spec else ModelSpec
         try:
-            spec = ModelSpec.model_validate(spec)
+            spec = kind.model_validate(spec)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise PlayerConfigError(f"bad model spec: {where}: {first['msg']}") from None
+            raise _spec_error(error) from None
+    environ = os.environ if environ is None else environ
+    if isinstance(spec, LangChainSpec):
+        # Reused like the fast path's players (below), by spec and the key it names; a key the
+        # integration reads itself is read when the model is first built.
+        named = environ.get(spec.api_key_env, "") if spec.api_key_env else ""
+        known = (spec.model_dump_json(), hashlib.sha256(named.encode()).digest())
+        if known not in _LANGCHAIN_PLAYERS:
+            _LANGCHAIN_PLAYERS[known] = LangChainPlayer.from_spec(spec, environ)
+        return _LANGCHAIN_PLAYERS[known]
     if isinstance(spec, ModelSpec):
-        key = api_key(spec, os.environ if environ is None else environ)
+        key = api_key(spec, environ)
         # One player per spec and key, reused: a server (langgraph dev) resolves the context's
         # players for every run, and for every node of a resumed thread; a player per
         # resolution would leave an open connection pool behind each time.
@@ -79,11 +111,13 @@ def resolve_model(spec: object, environ: Mapping[str, str] | None = None) -> Pla
 
 _MODEL_PLAYERS: dict[tuple[str, bytes], ChatModelPlayer] = {}
 """Model players made so far, by spec and a digest of the key (see `resolve_model`)."""
+_LANGCHAIN_PLAYERS: dict[tuple[str, bytes], LangChainPlayer] = {}
+"""LangChain players made from specs so far, by spec and a digest of the key it names."""
 
 
 def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> Player:
     """The answerer: a `Player`, a name (oracle, always-yes, always-no, mock, mock:SEED), a
-    user's player by import path, or a model (a name or a `ModelSpec`)."""
+    user's player by import path, or a model (a name, a spec, or a LangChain chat model)."""
     if isinstance(spec, Player):
         return spec
     if spec == HUMAN:
@@ -100,9 +134,9 @@ def resolve_answerer(spec: object, environ: Mapping[str, str] | None = None) -> 
 
 def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -> Player:
     """The questioner: a `Player`, `programmatic`, a user's player by import path, or a model (a
-    name or a `ModelSpec`) that plays through function calls."""
+    name, a spec, or a LangChain chat model) that plays through function calls."""
     if isinstance(spec, Player):
-        return spec
+        return questioning(spec)
     if spec == HUMAN:
         return HumanPlayer("questioner")
     if spec in PROGRAMMATIC_QUESTIONERS:
@@ -112,8 +146,19 @@ def resolve_questioner(spec: object, environ: Mapping[str, str] | None = None) -
             f"{spec!r} is an answerer; the questioner is programmatic or a model"
         )
     if isinstance(spec, str) and is_import_path(spec):
-        return load_player(spec)
-    return resolve_model(spec, environ)
+        return questioning(load_player(spec))
+    return questioning(resolve_model(spec, environ))
+
+
+def questioning(player: Player) -> Player:
+    """`player`, checked to be able to ask: a LangChain model needs tool calling."""
+    inner = getattr(player, "player", player)  # a user's player by import path holds it
+    if isinstance(inner, LangChainPlayer) and not inner.can_call_functions:
+        raise PlayerConfigError(
+            f"{player.name} cannot be the questioner: {type(inner.model).__name__} does not "
+            "implement bind_tools, and the questioner plays through function calls"
+        )
+    return player
 
 
 def resolve_judge(spec: object, environ: Mapping[str, str] | None = None) -> Player:

@@ -1,7 +1,8 @@
 """What an episode is played with: players and settings, passed as the graph's runtime context.
 
-From Python, give `Player` objects; from LangGraph Studio or the server API, give names
-(`"oracle"`, `"mock"`, a model name) or a model spec (`{"model": ..., "base_url": ...}`).
+From Python, give `Player` objects or LangChain chat models; from LangGraph Studio or the server
+API, give names (`"oracle"`, `"mock"`, a model name, `"langchain:PROVIDER:MODEL"`) or a model
+spec (`{"model": ..., "base_url": ...}`, or LangChain's `{"provider": ..., "model": ...}`).
 
 LangGraph takes a run's context from that run alone, but an episode with a person in it is
 played over many runs on one thread, one per reply, and a client resuming a turn need not
@@ -33,6 +34,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from privateshared.agents.base import Player
 from privateshared.agents.human import HumanPlayer
+from privateshared.agents.langchain_player import LangChainSpec, chat_model_name, is_chat_model
 from privateshared.agents.llm import ModelSpec
 from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
 from privateshared.graph.state import EpisodeSetup, EpisodeState, GivenPlayer
@@ -53,6 +55,18 @@ _PLAYER_SCHEMA: dict[str, Any] = {
             },
             "required": ["model"],
         },
+        {
+            "type": "object",
+            "description": "a LangChain chat model, made by init_chat_model",
+            "properties": {
+                "provider": {"type": "string"},
+                "model": {"type": "string"},
+                "base_url": {"type": "string"},
+                "api_key_env": {"type": "string"},
+                "temperature": {"type": "number"},
+            },
+            "required": ["provider", "model"],
+        },
     ]
 }
 
@@ -64,7 +78,8 @@ Answerer = Annotated[
             **_PLAYER_SCHEMA,
             "description": "oracle, one-listener, mock, mock:SEED, human (a person, through "
             "interrupts), your own player as module:attr or ./file.py:attr (a file relative to "
-            "where the server runs), a model name, or {model, base_url, ...}",
+            "where the server runs), a model name, langchain:PROVIDER:MODEL, {model, base_url, "
+            "...}, or {provider, model, ...} (LangChain)",
         }
     ),
 ]
@@ -75,7 +90,8 @@ Questioner = Annotated[
         {
             **_PLAYER_SCHEMA,
             "description": "programmatic, human (a person, through interrupts), your own player "
-            "as module:attr or ./file.py:attr, a model name, or {model, base_url, ...}",
+            "as module:attr or ./file.py:attr, a model name, langchain:PROVIDER:MODEL, {model, "
+            "base_url, ...}, or {provider, model, ...} (LangChain)",
         }
     ),
 ]
@@ -87,8 +103,9 @@ Judge = Annotated[
     WithJsonSchema(
         {
             **_PLAYER_SCHEMA,
-            "description": "a model name, {model, base_url, ...}, or your own player as "
-            "module:attr or ./file.py:attr",
+            "description": "a model name, langchain:PROVIDER:MODEL, {model, base_url, ...}, "
+            "{provider, model, ...} (LangChain), or your own player as module:attr or "
+            "./file.py:attr",
         }
     ),
 ]
@@ -158,7 +175,9 @@ def given_player(spec: object) -> GivenPlayer | None:
         return None
     if isinstance(spec, Player):
         return GivenPlayer(given=spec.name, python_object=True)
-    if isinstance(spec, ModelSpec):
+    if is_chat_model(spec):
+        return GivenPlayer(given=chat_model_name(spec), python_object=True)
+    if isinstance(spec, ModelSpec | LangChainSpec):
         return GivenPlayer(given=spec.model_dump(mode="json", exclude_unset=True))
     if isinstance(spec, (str, Mapping)):
         return GivenPlayer.model_validate({"given": spec})

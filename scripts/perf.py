@@ -23,6 +23,11 @@ calls x L.
     python scripts/perf.py --clem ~/clem/bin/clem --clembench-game ~/clembench/privateshared
     python scripts/perf.py --skip-memory    # without the 1,000-episode memory run
     python scripts/perf.py --profile        # where the CPU goes, by area, in one process
+    python scripts/perf.py --langchain      # the LangChain path (ChatOpenAI) beside the fast path
+
+`--langchain` plays the same benchmark twice per pair at latency 0: through the fast path, and
+through langchain-openai's `ChatOpenAI` named by a registry entry (`provider: openai`,
+`base_url`: the fake endpoint), and reports each one's CPU per call: a figure, no target.
 """
 
 from __future__ import annotations
@@ -122,11 +127,13 @@ class Endpoint:
 
 
 def run(endpoint: Endpoint, results: Path, options: list[str], instances: Path = INSTANCES,
-        texts: Path | None = TEXTS) -> Measurement:  # fmt: skip
-    """One `privateshared run` against `endpoint`, measured."""
-    command = [str(BIN / "privateshared"), "run", "--model", "fake-model", "--base-url",
-               endpoint.url, "--instances", str(instances), "--results-dir", str(results),
-               *(["--resources", str(texts)] if texts else []), *options]  # fmt: skip
+        texts: Path | None = TEXTS, model: list[str] | None = None) -> Measurement:  # fmt: skip
+    """One `privateshared run` against `endpoint`, measured; `model` names the answerer
+    (default: the fast path's fake-model at the endpoint)."""
+    model = model or ["--model", "fake-model", "--base-url", endpoint.url]
+    command = [str(BIN / "privateshared"), "run", *model, "--instances", str(instances),
+               "--results-dir", str(results), *(["--resources", str(texts)] if texts else []),
+               *options]  # fmt: skip
     env = {**os.environ, "OPENAI_API_KEY": "not-needed"}
     before, peak, start = endpoint.cpu(), [0.0], time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
@@ -313,6 +320,38 @@ def fixed_costs(options: list[str]) -> tuple[float, float]:
     return start_up, again.run_cpu
 
 
+def compare_langchain(options: list[str], repeat: int) -> None:
+    """The fast path and the LangChain path (ChatOpenAI from a registry entry) on the same
+    benchmark at latency 0, alternating, `repeat` pairs: wall time and CPU per call."""
+    endpoint = Endpoint(0.0, INSTANCES, TEXTS)
+    paths: dict[str, list[Measurement]] = {"fast path": [], "LangChain (ChatOpenAI)": []}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            registry = Path(scratch) / "models.json"
+            registry.write_text(json.dumps({"models": [{
+                "name": "fake-model-langchain", "provider": "openai", "model": "fake-model",
+                "base_url": endpoint.url,
+            }]}))  # fmt: skip
+            models = {
+                "fast path": ["--model", "fake-model", "--base-url", endpoint.url],
+                "LangChain (ChatOpenAI)": ["--models", str(registry), "--model",
+                                           "fake-model-langchain"],
+            }  # fmt: skip
+            for index in range(repeat):
+                for path, model in models.items():
+                    results = Path(scratch) / f"{index}-{len(paths[path])}-{path[:4]}"
+                    paths[path].append(run(endpoint, results, options, model=model))
+    finally:
+        endpoint.stop()
+    print(f"{'latency 0, ' + str(repeat) + ' runs each (median)':40}{'wall':>9}"
+          f"{'CPU/call':>11}{'run only':>11}")  # fmt: skip
+    for path, measured in paths.items():
+        run_only = median([1000 * m.run_cpu / m.calls for m in measured])
+        print(f"{path:40}{median([m.wall for m in measured]):>8.1f}s"
+              f"{median([m.cpu_per_call_ms for m in measured]):>9.2f}ms{run_only:>9.2f}ms"
+              f"   ({measured[0].calls} calls)")  # fmt: skip
+
+
 def median(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[len(ordered) // 2]
@@ -329,12 +368,19 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--memory-episodes", type=int, default=1000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--langchain", action="store_true",
+        help="CPU per call of the LangChain path (ChatOpenAI) beside the fast path's, only",
+    )  # fmt: skip
     args = parser.parse_args()
     if not INSTANCES.is_file() or not TEXTS.is_dir():
         raise SystemExit(f"clembench's instances and texts are needed: {INSTANCES}, {TEXTS}")
     options = ["--concurrency", str(args.concurrency)]
     if args.profile:
         profile(options)
+        return
+    if args.langchain:
+        compare_langchain(options, args.repeat)
         return
 
     # Latency 0, side by side: each of our runs right after one of clembench's.

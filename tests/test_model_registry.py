@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from privateshared.agents.langchain_player import LangChainSpec
+from privateshared.agents.llm import ModelSpec
 from privateshared.agents.model_registry import RegistryError, read_registry
 from privateshared.bench.cli import main
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
@@ -85,6 +87,27 @@ def test_two_models_on_two_endpoints_in_one_run(
             assert ALPHA_KEY not in text and BETA_KEY not in text, path
 
 
+def test_an_entry_with_a_provider_is_a_langchain_model(tmp_path: Path) -> None:
+    """`provider:` makes an entry LangChain's (built by init_chat_model when played, see
+    tests/test_langchain_player.py); without it, the same fields are the fast path's."""
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n"
+        "  - {name: claude, provider: anthropic, model: claude-sonnet-4-5, max_retries: 5,\n"
+        "     parameters: {max_tokens: 256}}\n"
+        "  - {name: local, provider: ollama, model: 'llama3.1:8b'}\n"
+        "  - {name: fast, model: gpt-4o}\n"
+    )
+    entries = read_registry(registry)
+    claude, local, fast = entries["claude"], entries["local"], entries["fast"]
+    assert isinstance(claude, LangChainSpec) and isinstance(local, LangChainSpec)
+    assert (claude.provider, claude.model) == ("anthropic", "claude-sonnet-4-5")
+    assert claude.max_retries == 5
+    assert claude.parameters == {"max_tokens": 256} and claude.api_key_env is None
+    assert (local.model, local.played_as) == ("llama3.1:8b", "local")
+    assert isinstance(fast, ModelSpec)
+
+
 def test_plain_names_still_take_the_command_line_endpoint(tmp_path: Path) -> None:
     registry = tmp_path / "models.json"
     registry.write_text(json.dumps({"models": [{"name": "alpha", "model": "fake-model"}]}))
@@ -154,6 +177,22 @@ def test_an_entry_names_a_users_player_from_the_registrys_folder(
             "entry 1 (a): model: unknown field; remove it or fix its spelling",
         ),
         ("models:\n  - {player: ./p.py:A}\n", "entry 1: name: missing; add it"),
+        (
+            "models:\n  - {name: c, provider: anthropic, model: m, parameters: {temperature: 1}}\n",
+            "entry 1 (c): parameters: 'temperature' is the entry's own field; set it there",
+        ),
+        (
+            "models:\n  - {name: c, provider: Anthropic!, model: m}\n",
+            "entry 1 (c): provider: must name a provider as init_chat_model does",
+        ),
+        (
+            "models:\n  - {name: c, provider: openai, model: m, extra_body: {top_p: 1}}\n",
+            "entry 1 (c): extra_body: unknown field; remove it or fix its spelling",
+        ),
+        (
+            "models:\n  - {name: c, provider: openai, model: m, api_key_env: sk-live-abc123}\n",
+            "entry 1 (c): api_key_env: must name an environment variable",
+        ),
         ("models: [\n", "not valid YAML"),
     ],
 )

@@ -28,9 +28,17 @@ ray = pytest.importorskip("ray")
 PLAYERS = ["--model", "fake-model", "--model", "mock", "--experiment", "travel-booking"]
 
 
+WORKER_KEY = "sk-worker-only-0123456789"
+"""A key only the cluster's workers have (see `cluster`)."""
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # The raylet starts its workers with the environment of this moment: they keep the key,
+    # the driver loses it again.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LC_WORKER_KEY", WORKER_KEY)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -154,3 +162,24 @@ def test_a_models_call_cap_holds_across_the_cluster(cluster: None, tmp_path: Pat
                      "travel-booking", "--ray", "auto", "--concurrency", "6",
                      "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
     assert server.max_in_flight == 2
+
+
+def test_a_langchain_entry_is_built_again_on_each_worker(
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registry entry with `provider:` travels as its entry: each worker builds the chat model
+    itself, with the key from its own environment (the driver's differs, and never travels)."""
+    monkeypatch.setenv("LC_WORKER_KEY", "sk-driver-0123456789")
+    with FakeOpenAI(default_players()) as server:
+        registry = tmp_path / "models.json"
+        entry = {"name": "lc", "provider": "openai", "model": "fake-model",
+                 "base_url": server.base_url, "api_key_env": "LC_WORKER_KEY"}  # fmt: skip
+        registry.write_text(json.dumps({"models": [entry]}))
+        assert main(["run", "--models", str(registry), "--model", "lc", "--questioner", "lc",
+                     "--experiment", "travel-booking", "--ray", "auto",
+                     "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
+        keys = {request["headers"]["authorization"] for request in server.requests}
+    assert keys == {f"Bearer {WORKER_KEY}"}
+    scores = [json.loads(path.read_text())["episode scores"]["Main Score"]
+              for path in (tmp_path / "r").rglob("scores.json")]  # fmt: skip
+    assert scores == [100] * 10

@@ -6,7 +6,8 @@
     evaluation.episodes        # per episode: status and scores
 
 It plays what `privateshared run` plays, with the same words for players (names, import paths,
-model names at an OpenAI-compatible endpoint) or `Player` objects, into the same records (so the
+model names at an OpenAI-compatible endpoint, `langchain:PROVIDER:MODEL`), `Player` objects or
+LangChain chat models (which play in this process only), into the same records (so the
 command line's `eval`, `transcribe` and resume work on them), in this process and event loop. It
 returns the evaluation of the episodes it was asked for, read back from their records, rather
 than printing a table. `arun_benchmark` is the same for code that already runs an event loop (a
@@ -22,9 +23,10 @@ import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
 from privateshared.agents.base import Player
+from privateshared.agents.langchain_player import LangChainPlayer
 from privateshared.agents.llm import ChatModelPlayer
 from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
 from privateshared.bench.reporting.evaluate import Evaluation, evaluate_benchmarks, read_episode
@@ -47,11 +49,15 @@ from privateshared.domains.instances import (
 from privateshared.domains.registry import known_domains
 from privateshared.graph.files import sweep_leftovers
 
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
 P = ParamSpec("P")
 T = TypeVar("T")
-PlayerName = Player | str
-"""A player, or what names one where players are named: `oracle`, `mock:3`, `programmatic`,
-`./my_players.py:Asker`, `my_package.players:asker`, a model name."""
+PlayerName: TypeAlias = "Player | str | BaseChatModel"
+"""A player, a LangChain chat model (`ChatOpenAI(...)`, `init_chat_model(...)`), or what names
+one where players are named: `oracle`, `mock:3`, `programmatic`, `./my_players.py:Asker`,
+`my_package.players:asker`, `langchain:anthropic:claude-sonnet-4-5`, a model name."""
 
 
 class ExperimentError(ValueError):
@@ -131,7 +137,8 @@ async def arun_benchmark(
     players = [resolve_answerer(answerer) for answerer in answerers]
     asker = resolve_questioner(questioner)
     rater = resolve_judge(judge) if judge is not None else None
-    models = [player for player in (*players, asker, rater) if isinstance(player, ChatModelPlayer)]
+    models = [player for player in (*players, asker, rater)
+              if isinstance(player, ChatModelPlayer | LangChainPlayer)]  # fmt: skip
     for model in models:  # one call each before any episode, as the command line does
         await asyncio.to_thread(model.check)
     planned = plan_episodes(players, asker, playable, folder)

@@ -1,11 +1,13 @@
 """Who plays a run: the answerers, the questioner and the judge the command line names.
 
 Names become players by role: the programmatic answerers (oracle, always-yes, always-no, mock)
-answer only, `programmatic` only asks, and any other name is a model behind the endpoint options,
-or a local model served by llama.cpp once its server runs. A name in the model registry
-(`--models FILE`, agents/model_registry.py) is that entry's model, with its own endpoint and
-settings, or its user's player. An import path (`module:attr`, `./file.py:attr`;
-agents/imports.py) is a user's player, in any seat its protocol lets it take.
+answer only, `programmatic` only asks, `langchain:PROVIDER:MODEL` is a LangChain chat model made
+by `init_chat_model` with the command line's settings, and any other name is a model behind the
+endpoint options, or a local model served by llama.cpp once its server runs. A name in the model
+registry (`--models FILE`, agents/model_registry.py) is that entry's model, with its own endpoint
+and settings (a LangChain one for an entry with `provider`), or its user's player. An import
+path (`module:attr`, `./file.py:attr`; agents/imports.py) is a user's player, in any seat its
+protocol lets it take.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ from pydantic import SecretStr, ValidationError
 
 from privateshared.agents.base import Player
 from privateshared.agents.imports import is_import_path, load_player
+from privateshared.agents.langchain_player import (
+    LangChainPlayer,
+    LangChainSpec,
+    is_langchain_name,
+    langchain_spec,
+)
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
 from privateshared.agents.model_registry import PlayerEntry
 from privateshared.agents.registry import (
@@ -30,6 +38,7 @@ from privateshared.agents.registry import (
     resolve_questioner,
 )
 from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.bench.running.layout import model_spec_of
 from privateshared.bench.running.local_model import LocalServer, is_local_model
 
 DEFAULT_MODELS = ("smollm2", "oracle", "mock")
@@ -46,6 +55,12 @@ class CastError(ValueError):
     """A player that cannot take its role; the message is one line with the fix."""
 
 
+def _option_error(error: ValidationError) -> CastError:
+    first = error.errors()[0]
+    option = "--" + str(first["loc"][0]).replace("_", "-")
+    return CastError(f"{option}: {first['msg']}")
+
+
 def model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> ModelSpec:
     """A model with the command line's endpoint options."""
     try:
@@ -54,9 +69,25 @@ def model_spec(args: argparse.Namespace, model: str, base_url: str | None) -> Mo
             temperature=args.temperature, timeout=args.timeout, max_retries=args.max_retries,
         )  # fmt: skip
     except ValidationError as error:
-        first = error.errors()[0]
-        option = "--" + str(first["loc"][0]).replace("_", "-")
-        raise CastError(f"{option}: {first['msg']}") from None
+        raise _option_error(error) from None
+
+
+def langchain_model_spec(args: argparse.Namespace, name: str) -> LangChainSpec:
+    """`langchain:PROVIDER:MODEL` with the command line's settings. --api-key-env counts only
+    when it names another variable than OPENAI_API_KEY, its default: other integrations read
+    their own (ANTHROPIC_API_KEY, ...), and OpenAI's reads that one itself."""
+    key = args.api_key_env if args.api_key_env != DEFAULT_KEY_VARIABLE else None
+    try:
+        return langchain_spec(
+            name, base_url=args.base_url, api_key_env=key, temperature=args.temperature,
+            timeout=args.timeout, max_retries=args.max_retries,
+        )  # fmt: skip
+    except ValidationError as error:
+        raise _option_error(error) from None
+
+
+DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
+"""--api-key-env's default."""
 
 
 def player(
@@ -79,9 +110,11 @@ def player(
     if isinstance(registered, PlayerEntry):  # its file was made absolute when the registry was read
         return load_player(registered.player, name=registered.name)
     if registered is not None:  # the registry's own endpoint and settings
-        return resolve_model(registered)
+        return _in_seat(resolve_model(registered), role)
+    if is_langchain_name(name):
+        return _in_seat(resolve_model(langchain_model_spec(args, name)), role)
     if is_import_path(name):  # a user's player; no role check beyond the protocol
-        return load_player(name)
+        return _in_seat(load_player(name), role)
     if is_local_model(name):
         if name not in servers:
             return None
@@ -92,6 +125,15 @@ def player(
     return resolve_model(model_spec(args, name, args.base_url))
 
 
+def _in_seat(player: Player, role: Role) -> Player:
+    """`player`, checked to be able to take `role`: a questioner calls functions."""
+    return resolve_questioner(player) if role == "questioner" else player
+
+
+Model = ChatModelPlayer | LangChainPlayer
+"""A player behind a model: checked before a run, closed after it."""
+
+
 @dataclass(frozen=True)
 class Cast:
     """The players of a run."""
@@ -100,15 +142,16 @@ class Cast:
     questioner: Player
     judge: Player | None
 
-    def models(self) -> list[ChatModelPlayer]:
-        """The players behind an endpoint, to check before the first episode."""
+    def models(self) -> list[Model]:
+        """The players behind a model, to check before the first episode."""
         players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
-        return [player for player in players if isinstance(player, ChatModelPlayer)]
+        return [player for player in players if isinstance(player, Model)]
 
     def caps(self, limit: int | None) -> list[int]:
         """Every cap on calls under way in the run: `limit` (--max-concurrent-calls) and the
         registry's per-model caps."""
-        own = [model.spec.max_concurrent_calls for model in self.models()]
+        own = [spec.max_concurrent_calls for model in self.models()
+               if (spec := model_spec_of(model)) is not None]  # fmt: skip
         return [cap for cap in (limit, *own) if cap is not None]
 
     def throttled(self, limit: int | None, shares: int = 1) -> Cast:
@@ -116,7 +159,8 @@ class Cast:
         registry when lower, divided into `shares` (one per worker process)."""
 
         def cap(player: Player) -> Player:
-            own = player.spec.max_concurrent_calls if isinstance(player, ChatModelPlayer) else None
+            spec = model_spec_of(player)
+            own = spec.max_concurrent_calls if spec is not None else None
             caps = [c for c in (limit, own) if c is not None]
             return ThrottledPlayer(player, max(1, min(caps) // shares)) if caps else player
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from privateshared.agents.base import Player
+from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.domains.audience import Benchmark
@@ -89,8 +90,12 @@ def write_experiment_file(
     )  # fmt: skip
 
 
-def model_spec_of(player: Player | None) -> ModelSpec | None:
-    """The model behind a player, through a call cap; None for a program or a person."""
+def model_spec_of(player: Player | None) -> ModelSpec | LangChainSpec | None:
+    """The model behind a player, through a call cap: its endpoint's spec, or the registry entry
+    a LangChain model was built from; None for a program, a person, or a LangChain model passed
+    in from Python (built by its user, with no spec to record or to build it again from)."""
     if isinstance(player, ThrottledPlayer):
         player = player.inner
-    return player.spec if isinstance(player, ChatModelPlayer) else None
+    if isinstance(player, ChatModelPlayer | LangChainPlayer):
+        return player.spec
+    return None

@@ -2,7 +2,8 @@
 
 Ray (Apache-2.0, the `ray` extra) is imported here only, and only when `--ray` is given. Each
 episode is one Ray task: a worker builds the players from their recipe (a model from its
-`ModelSpec`, reading its key from the worker's own environment, so no key travels with a task;
+`ModelSpec`, or a LangChain model from its registry entry's `LangChainSpec`, reading its key
+from the worker's own environment, so no key travels with a task;
 a user's player from its import path, which the worker imports, since the module the driver
 loaded it from need not exist there), plays the episode on its own event loop and returns the
 final state. The driver writes every record, as a local run does, so the results folder is the
@@ -23,6 +24,7 @@ from typing import Any
 
 from privateshared.agents.base import Player
 from privateshared.agents.imports import ImportedPlayer, ImportSpec
+from privateshared.agents.langchain_player import LangChainSpec
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_model
 from privateshared.agents.throttle import ThrottledPlayer
@@ -45,9 +47,11 @@ class RayError(RuntimeError):
 @dataclass(frozen=True)
 class Recipe:
     """How a worker builds a player: a model from its spec (and its cap's actor), a user's player
-    from its import path, anything else (our programs, which hold no connections) as it is."""
+    from its import path, anything else (our programs, which hold no connections) as it is. The
+    command line names no LangChain model object (only entries, `langchain:` names and import
+    paths), so none is ever sent as it is."""
 
-    spec: ModelSpec | None = None
+    spec: ModelSpec | LangChainSpec | None = None
     player: Player | None = None
     origin: ImportSpec | None = None
     """A user's player: the worker imports it (a file at the same absolute path, a module that

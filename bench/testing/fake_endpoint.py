@@ -262,7 +262,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                self._send_events(_chunks(completion_id, model, text, usage, include_usage))
+                events = _chunks(completion_id, model, text, usage, include_usage,
+                                 entry["tool_calls"])  # fmt: skip
+                self._send_events(events)
             else:
                 completion = _completion(completion_id, model, text, usage, entry["tool_calls"])
                 self._send_json(200, completion)
@@ -337,6 +339,26 @@ def _usage(messages: list[dict[str, Any]], text: str) -> dict[str, int]:
     }
 
 
+def _function_calls(
+    completion_id: str, tool_calls: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A reply's calls in OpenAI's format."""
+    return [
+        {
+            "id": call.get("id") or f"call_{completion_id}_{i}",
+            "type": "function",
+            "function": {
+                "name": call["name"],
+                # A string goes out as it is, so tests can send arguments that are not JSON.
+                "arguments": call["arguments"]
+                if isinstance(call["arguments"], str)
+                else json.dumps(call["arguments"]),
+            },
+        }
+        for i, call in enumerate(tool_calls)
+    ]
+
+
 def _completion(
     completion_id: str,
     model: str,
@@ -347,20 +369,7 @@ def _completion(
     """A non-streamed chat.completion, with function calls when the reply makes some."""
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.get("id") or f"call_{completion_id}_{i}",
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    # A string goes out as it is, so tests can send arguments that are not JSON.
-                    "arguments": call["arguments"]
-                    if isinstance(call["arguments"], str)
-                    else json.dumps(call["arguments"]),
-                },
-            }
-            for i, call in enumerate(tool_calls)
-        ]
+        message["tool_calls"] = _function_calls(completion_id, tool_calls)
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -380,10 +389,16 @@ def _completion(
 
 
 def _chunks(
-    completion_id: str, model: str, text: str, usage: dict[str, int], include_usage: bool
+    completion_id: str,
+    model: str,
+    text: str,
+    usage: dict[str, int],
+    include_usage: bool,
+    tool_calls: Sequence[dict[str, Any]] = (),
 ) -> Iterator[dict[str, Any] | str]:
     """The events of a streamed completion, as OpenAI sends them: the role, the content word by
-    word, the finish reason, the usage if asked for, then [DONE]."""
+    word, each function call (a LangChain model streams whenever LangGraph's messages stream is
+    watched, the questioner too), the finish reason, the usage if asked for, then [DONE]."""
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -405,7 +420,9 @@ def _chunks(
     # Several content chunks per reply, so clients must join them (keeping spaces and newlines).
     for piece in re.findall(r"\S+\s*|\s+", text) or [""]:
         yield chunk({"content": piece})
-    yield chunk({}, finish_reason="stop")
+    for index, call in enumerate(_function_calls(completion_id, tool_calls)):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, finish_reason="tool_calls" if tool_calls else "stop")
     if include_usage:
         yield {
             "id": completion_id,
