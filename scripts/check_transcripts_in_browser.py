@@ -2,8 +2,9 @@
 
 Not a pytest test: it needs a browser (Debian: `apt-get install -y chromium`). It loads the pages
 from disk (file://, no server), dumps the DOM Chromium built and checks it holds the episode's
-first question and answer, every probing round, and a link to every episode; it also saves a
-screenshot to look at.
+first question and answer, every probing round, and a link to every episode; and that the
+accuracy plot parses as SVG with every line and interval band it draws. It also saves a
+screenshot of the transcript, and of the plot, to look at.
 
     python scripts/check_transcripts_in_browser.py                 # plays oracle and mock first
     python scripts/check_transcripts_in_browser.py records/ --episode records/<pair>/...
@@ -35,6 +36,7 @@ from privateshared.bench.reporting.transcripts.index import (
 )
 from privateshared.graph.records import ANSWERER, GAME_NAME, QUESTIONER, Interactions
 
+PLOT_FILE = "accuracy_by_round.svg"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 INSTALL_HINT = "install it with: apt-get install -y chromium"
 FLAGS = (
@@ -141,6 +143,17 @@ def check_index(dom: str, results: Path) -> list[Check]:
     return checks
 
 
+def check_plot(dom: str, drawn: str) -> list[Check]:
+    """The plot parses as SVG (a broken file becomes a page with a parsererror) and keeps every
+    line and every interval band of the file `drawn`, with at least one band."""
+    lines, bands = drawn.count('class="line"'), drawn.count('class="band"')
+    return [
+        (dom.startswith("<svg") and "parsererror" not in dom, "parsed as SVG, no error"),
+        (dom.count('class="line"') == lines > 0, f"{lines} lines drawn"),
+        (dom.count('class="band"') == bands > 0, f"{bands} interval bands drawn"),
+    ]
+
+
 def report(title: str, checks: Sequence[Check]) -> bool:
     """Print the checks; True if all passed."""
     print(title)
@@ -156,6 +169,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--episode", type=Path, help="episode folder to open (default: picked)")
     parser.add_argument("--screenshot", type=Path, default=Path("/tmp/transcript.png"))
+    parser.add_argument(
+        "--plot-screenshot", type=Path, default=Path("/tmp/accuracy_by_round.png"),
+        help=f"where the screenshot of {PLOT_FILE} goes",
+    )  # fmt: skip
     parser.add_argument("--window-size", default="1000,1400")
     parser.add_argument(
         "--open-rounds", action="store_true", help="unfold every probing round in the screenshot"
@@ -199,6 +216,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         passed = report(f"{episode / TRANSCRIPT_FILE}:", check_transcript(page_dom, interactions))
         passed &= report(f"{results / INDEX_FILE}:", check_index(index_dom, results))
         _screenshot(browser, episode / TRANSCRIPT_FILE, args)
+        plot = results / PLOT_FILE
+        if plot.exists():
+            drawn = plot.read_text(encoding="utf-8")
+            plot_dom = run_browser(browser, plot, "--dump-dom")
+            passed &= report(f"{plot}:", check_plot(plot_dom, drawn))
+            width, height = (drawn.split(f'{name}="', 1)[1].split('"', 1)[0].split(".")[0]
+                             for name in ("width", "height"))  # fmt: skip
+            shot = f"--screenshot={args.plot_screenshot.resolve()}"
+            run_browser(browser, plot, shot, f"--window-size={width},{height}")
+            print(f"screenshot: {args.plot_screenshot}")
     print("all checks passed" if passed else "some checks FAILED")
     return 0 if passed else 1
 

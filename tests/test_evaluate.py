@@ -8,6 +8,7 @@ one a folder holding both benchmarks (classic and two-listener) against each pla
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import math
@@ -234,13 +235,23 @@ def test_results_md_and_table_warn_about_missing_episodes(
     markdown = (results / "results.md").read_text()
     assert f"> **Warning:** {WARNING}" in markdown
     assert markdown.index(WARNING) < markdown.index("| model |")
-    assert f"| {ALPHA} | 6 | 3 | 1 | 1 | 1 | 75.0 | 80.00 ± 20.00 | 60.00 |" in markdown
+    # clembench's Quality Score (std) as it always was, each interval beside its number.
+    assert (
+        f"| {ALPHA} | 6 | 3 | 1 | 1 | 1 | 75.0 | [30.1, 95.4] | 80.00 ± 20.00 | [70.00, 100.00] "
+        "| 60.00 | [25.00, 85.00] |"
+    ) in markdown
     # Per round and experiment; beta never reached round 2.
     assert f"| {BETA} | travel-booking | 0.50 |  |  |" in markdown
     assert f"| {BETA} | job-interview | 0.00 | 1.00 |  |" in markdown
     table = format_table(evaluation).splitlines()
-    assert table[1].split() == [ALPHA, "6", "3", "1", "1", "1", "75.0", "80.00", "±", "20.00",
-                                "60.00"]  # fmt: skip
+    per_model = table[table.index("") + 1 :]
+    assert per_model[1].split() == [ALPHA, "6", "3", "1", "1", "1", "75.0", "[30.1,", "95.4]",
+                                    "80.00", "±", "20.00", "[70.0,", "100.0]", "60.00", "[25.0,",
+                                    "85.0]"]  # fmt: skip
+    # beta: one played episode, no Quality Score interval (as no std); its clemscore cannot
+    # vary (two aborts in one experiment, its one played episode alone in the other).
+    assert per_model[2].split() == [BETA, "3", "1", "2", "0", "0", "33.3", "[6.1,", "79.2]",
+                                    "40.00", "13.33", "[13.3,", "13.3]"]  # fmt: skip
     assert table[-1] == f"warning: {WARNING}"
 
 
@@ -258,6 +269,76 @@ def test_results_json_and_png(results: Path, evaluation: Evaluation) -> None:
     assert math.isnan(saved["models"][1]["quality_score_std"])  # NaN kept, as in scores.json
     assert (results / "accuracy_by_round.svg").read_text().startswith("<svg ")
     assert not [path.name for path in results.iterdir() if path.name.endswith(".tmp")]
+
+
+def test_intervals_of_the_fixture_by_hand(evaluation: Evaluation) -> None:
+    """alpha's decided episodes: travel-booking 80, 60 and an abort; job-interview 100, alone in
+    its experiment and so in every resample. Each of travel-booking's 27 equally likely
+    resamples has probability 1/27 = 3.7%, above the 2.5% of each tail, so the interval's ends
+    are extreme resamples. Quality Score: all 60 gives (3 x 60 + 100) / 4 = 70, all aborts
+    leave the 100 alone. Clemscore: all aborts give 1 of 4 played x 100 = 25, all 80 give
+    4/4 x (3 x 80 + 100) / 4 = 85."""
+    alpha = _row(evaluation.models, ALPHA)
+    assert alpha.played_ci95 == pytest.approx((30.0642, 95.4413), abs=1e-4)  # Wilson, 3 of 4
+    assert alpha.quality_score_ci95 == (70.0, 100.0)
+    assert alpha.clemscore_ci95 == (25.0, 85.0)
+    # On travel-booking alone: the played ones all 60 or all 80 (with or without the abort)
+    # are 7/27 of resamples each.
+    travel = _row(evaluation.experiments, ALPHA, "travel-booking")
+    assert travel.quality_score_ci95 == (60.0, 80.0)
+    # One played episode: no interval, as no std; nothing decided: none at all.
+    beta = _row(evaluation.models, BETA)
+    assert all(math.isnan(end) for end in beta.quality_score_ci95)
+    nothing_played = _row(evaluation.experiments, BETA, "travel-booking")
+    assert all(math.isnan(end) for end in nothing_played.clemscore_ci95)
+    # Accuracy per round, episodes resampled: alpha's round 1 over 0.75, 0.25 (travel-booking)
+    # and 1.0 (job-interview, alone): the means (2 x 0.75 + 1) / 3 and (2 x 0.25 + 1) / 3 at
+    # the ends, 1/4 of resamples each.
+    (alpha_rounds,) = [line for line in evaluation.rounds_by_model if line.model == ALPHA]
+    assert alpha_rounds.rounds[1].ci95 == pytest.approx((0.5, 2.5 / 3))
+
+
+def test_results_json_keeps_each_interval_beside_its_number(
+    results: Path, evaluation: Evaluation
+) -> None:
+    write_results(results, evaluation)
+    saved = json.loads((results / "results.json").read_text())
+    keys = list(saved["models"][0])
+    for value, interval in (("percent_played", "played_ci95"),
+                            ("quality_score", "quality_score_ci95"),
+                            ("clemscore", "clemscore_ci95")):  # fmt: skip
+        assert keys.index(interval) == keys.index(value) + 1
+    assert saved["models"][0]["quality_score_ci95"] == [70.0, 100.0]
+    assert saved["overall"]["clemscore_ci95"][0] <= saved["overall"]["clemscore"]
+    (main, played) = saved["comparisons"]
+    assert {"model_a", "model_b", "metric", "pairs", "mean_difference", "ci95", "p_value"} <= set(
+        main
+    )
+    # alpha and beta both played job-interview's game 0 only: 100 against 40.
+    assert (main["model_a"], main["model_b"], main["metric"]) == (ALPHA, BETA, "Main Score")
+    assert (main["pairs"], main["mean_difference"], main["p_value"]) == (1, 60.0, 1.0)
+    # Both decided three instances; alpha played two that beta aborted.
+    assert (played["metric"], played["pairs"], played["a_ahead"]) == ("% Played", 3, 2)
+    assert (saved["resamples"], saved["seed"]) == (evaluation.resamples, evaluation.seed)
+
+
+def test_fewer_resamples_are_said_and_the_same_each_time(results: Path) -> None:
+    episodes = collect(results)
+    assert evaluate(episodes, 200).model_dump_json() == evaluate(episodes, 200).model_dump_json()
+    assert "200 resamples, seed" in format_markdown(evaluate(episodes, 200))
+    with pytest.raises(ValueError, match="at least 1"):
+        evaluate(episodes, 0)
+
+
+def test_one_model_has_nothing_to_compare_but_says_what_instances_would(results: Path) -> None:
+    """alpha alone: Main Score std 20; against an unrelated model as spread, the differences'
+    SD is 20 x sqrt(2), so ((1.96 + 0.84) x 28.28 / 5)^2 = 251.2, 252 pairs; with 3 of 4
+    instances played, 336 instances over 2 experiments: 168 each."""
+    alone = evaluate([e for e in collect(results) if e.model == ALPHA])
+    assert alone.comparisons == ()
+    markdown = format_markdown(alone)
+    assert "One model: nothing to compare." in markdown
+    assert "would take about 168 instances per experiment" in markdown
 
 
 def test_no_plot_without_a_completed_round(tmp_path: Path) -> None:
@@ -337,6 +418,94 @@ def test_a_real_run_evaluates_oracle_perfectly(tmp_path: Path) -> None:
     )
 
 
+ORACLE, MOCK, ALWAYS_YES = (
+    f"{name}-t0.0--{name}-t0.0" for name in ("oracle", "mock", "always-yes")
+)
+
+
+def test_eval_of_oracle_mock_and_always_yes_shows_intervals_and_comparisons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real run of three reference players, evaluated by `privateshared eval`: intervals in
+    the terminal, results.md and results.json, and a comparison of every two players."""
+    records = tmp_path / "records"
+    models = ["--model", "oracle", "--model", "mock", "--model", "always-yes"]
+    assert main(["run", *models, "--results-dir", str(records)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(records), "--resamples", "2000"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+
+    # The terminal: the comparisons, then the per-model table with its intervals.
+    header = printed.index(next(line for line in printed if line.startswith("compared")))
+    compared = [line.split() for line in printed[header + 1 : printed.index("", header)]]
+    # Main Score: every p the floor of 2000 random sign flips, 2/2001, so Holm's 3x, 2x and 1x
+    # step down to 0.003 each; % Played: McNemar's, the mock's 18 aborts against none.
+    assert [(" ".join(row[:2]), row[2], row[3], row[-1]) for row in compared] == [
+        ("main score", ALWAYS_YES, MOCK, "0.003"),
+        ("main score", ALWAYS_YES, ORACLE, "0.003"),
+        ("main score", MOCK, ORACLE, "0.003"),
+        ("% played", ALWAYS_YES, MOCK, "0.001"),  # "< 0.001"
+        ("% played", ALWAYS_YES, ORACLE, "1.000"),
+        ("% played", MOCK, ORACLE, "0.001"),
+    ]
+    rows = {line.split()[0]: line.split() for line in printed if line.startswith(ORACLE)}
+    # Wilson's interval of 50 of 50; the oracle's every resample is 100.
+    assert rows[ORACLE][6:] == ["100.0", "[92.9,", "100.0]", "100.00", "±", "0.00", "[100.0,",
+                                "100.0]", "100.00", "[100.0,", "100.0]"]  # fmt: skip
+
+    saved = json.loads((records / "results.json").read_text())
+    comparisons = {(c["metric"], c["model_a"], c["model_b"]): c for c in saved["comparisons"]}
+    assert len(comparisons) == 6
+    # The oracle beats always-yes on all 50 instances by 100 points; both play every one.
+    versus = comparisons["Main Score", ALWAYS_YES, ORACLE]
+    assert (versus["pairs"], versus["mean_difference"], versus["ci95"]) == (
+        50,
+        -100.0,
+        [-100.0, -100.0],
+    )
+    # 2^50 sign flips are too many: 2000 random ones, the observed counted once more.
+    assert versus["p_value"] == 2 / 2001 and versus["p_holm"] == 3 * 2 / 2001
+    same = comparisons["% Played", ALWAYS_YES, ORACLE]
+    assert (same["mean_difference"], same["p_value"], same["p_holm"]) == (0.0, 1.0, 1.0)
+    # The mock aborts 18 episodes the oracle plays: McNemar, 2 x (1/2)^18.
+    aborts = comparisons["% Played", MOCK, ORACLE]
+    assert (aborts["pairs"], aborts["b_ahead"], aborts["p_value"]) == (50, 18, 2 / 2**18)
+    mock = next(row for row in saved["models"] if row["model"] == MOCK)
+    low, high = mock["quality_score_ci95"]
+    assert low < mock["quality_score"] < high and high - low < 20
+
+    markdown = (records / "results.md").read_text()
+    assert "2000 resamples, seed 20251121" in markdown
+    assert "## Paired comparisons" in markdown and "Holm's method" in markdown
+    # The last column: differences that never vary need the sign-flip test's 6 pairs, 2 of
+    # the 50 instances per experiment (all played by both).
+    assert (
+        f"| {ALWAYS_YES} | {ORACLE} | Main Score | 50 | 0 | 50 | -100.00 | [-100.00, -100.00] "
+        "| < 0.001 | 0.003 | 2 |"
+    ) in markdown
+    # The mock against a constant player: differences with SD 20.02 over the 32 instances both
+    # played; ((1.96 + 0.84) x 20.02 / 5)^2 = 125.9, so 126 pairs, 126 x 50/32 = 197
+    # instances, 40 per experiment.
+    assert (
+        f"**How many instances.** To tell apart a true difference of 5 points in Main Score "
+        "with 80% power (two-sided test at the 5% level), the spread of this run's paired "
+        f"differences asks for about 40 instances per experiment for {ALWAYS_YES} against "
+        f"{MOCK}"
+    ) in markdown
+    assert "`privateshared instances --per-domain N --out FILE`" in markdown
+    # The plot: a band per model in each experiment's panel, under the lines.
+    plot = (records / "accuracy_by_round.svg").read_text()
+    assert plot.count(f"<title>{MOCK}: 95% interval</title>") == 5
+    for panel in plot.split("<g transform=")[1:6]:  # the five panels, the legend after them
+        assert panel.rindex('class="band"') < panel.index("<polyline")
+    # clembench's own files know nothing of intervals.
+    with (records / "results.csv").open(newline="") as results_csv:
+        assert next(csv.reader(results_csv))[1:] == [
+            "-, clemscore", "all, Average % Played", "all, Average Quality Score",
+            "privateshared, % Played", "privateshared, Quality Score",
+        ]  # fmt: skip
+
+
 def _questioned(
     results: Path, experiment: str, game_id: int, main: float | None,
     scores: tuple[float, float, float, int, float, int, int], slot_accuracy: list[float],
@@ -404,9 +573,12 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
     assert f"{BETA},{TRAVEL},episode_0,played,40.0,0.9,0.8,0.75,,," in episodes
     raw = (folder / "raw.csv").read_text()
     assert f"{ALPHA},{JOBS},episode_0,Questions Asked,4.0" in raw
-    # In the terminal, the questioner's table comes first: the per-model one stays last.
+    # In the terminal, the questioner's table comes first, then the comparisons: the per-model
+    # one stays last.
     lines = format_table(evaluation).splitlines()
-    questioner, per_model = lines[: lines.index("")], lines[lines.index("") + 1 :]
+    questioner, compared, per_model = "\n".join(lines).split("\n\n")
+    questioner, per_model = questioner.splitlines(), per_model.splitlines()
+    assert compared.splitlines()[0].split()[0] == "compared"
     assert questioner[0].split()[:4] == ["model", "questioner", "episodes", "slot"]
     assert questioner[1].split() == [ALPHA, "?", "3", "0.75", "0.83", "0.25", "0.67", "0.60",
                                      "0.33", "2.33"]  # fmt: skip

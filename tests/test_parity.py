@@ -24,6 +24,7 @@ from privateshared.bench.clembench.replay import (
 )
 from privateshared.bench.cli import main
 from privateshared.bench.reporting.record_files import read_interactions, read_requests
+from privateshared.bench.reporting.statistics import wilson_interval
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import answerer_for
 from privateshared.domains.instances import (
@@ -338,3 +339,43 @@ def test_later_clemcore_layout_replays(tmp_path: Path, capsys: pytest.CaptureFix
     )  # fmt: skip
     assert code == 0, out
     assert "every reference score reproduced; every answerer message identical (6 calls)" in out
+
+
+def test_eval_of_replayed_records_shows_intervals_beside_clembenchs_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's replay of both layouts into one folder, then `eval`: each model's row keeps
+    clembench's Quality Score (std) and gains Wilson's interval of its % Played; the row over
+    all models, 5 played of 10, gains bootstrap intervals around its Quality Score and
+    clemscore; clembench's results.csv has its columns and no others."""
+    results = tmp_path / "replayed"
+    for root in ROOTS:
+        argv = [str(root), "--results-dir", str(results), "--resources", str(SHARED_RESOURCES)]
+        assert replay(argv, capsys)[0] == 0
+    assert main(["eval", str(results)]) == 0
+    printed = capsys.readouterr().out
+    saved = json.loads((results / "results.json").read_text())
+    markdown = (results / "results.md").read_text().splitlines()
+    for row in saved["models"]:
+        played, decided = row["played"], row["played"] + row["aborted"]
+        low, high = (100 * end for end in wilson_interval(played, decided))
+        assert row["played_ci95"] == pytest.approx([low, high])
+        # In the terminal, the model's last line (its headline row): % Played, then the interval.
+        *_, line = [line for line in printed.splitlines() if line.startswith(f"{row['model']} ")]
+        assert f"{row['percent_played']:.1f} [{low:.1f}, {high:.1f}]" in line
+    overall = saved["overall"]
+    assert (overall["played"], overall["aborted"]) == (5, 5)
+    # The per-model table's last row (the questioner's table, further down, has one too).
+    all_row = next(line for line in markdown if line.startswith("| all |"))
+    cells = [cell.strip() for cell in all_row.strip("|").split("|")]
+    # clembench's Quality Score (std), then our interval beside it.
+    quality = f"{overall['quality_score']:.2f} ± {overall['quality_score_std']:.2f}"
+    assert cells[8] == quality == "81.65 ± 13.37"
+    low, high = overall["quality_score_ci95"]
+    assert cells[9] == f"[{low:.2f}, {high:.2f}]" and low < 81.65 < high
+    low, high = overall["clemscore_ci95"]
+    assert low < overall["clemscore"] < high
+    assert (results / "results.csv").read_text().splitlines()[0] == (
+        ',"-, clemscore","all, Average % Played","all, Average Quality Score",'
+        '"privateshared, % Played","privateshared, Quality Score"'
+    )

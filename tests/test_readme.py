@@ -158,6 +158,15 @@ NOT_RUN: dict[str, str] = {
         "interactive: tests/test_play.py plays it through a pseudo-terminal"
     ),
     "privateshared run --models models.yaml --model gpt-4o --model qwen2.5-7b": _REGISTRY,
+    "pip install langchain-anthropic": "installs a provider's LangChain integration into the "
+    "environment the tests run in; tests/test_langchain_player.py checks the line a run prints "
+    "without it",
+    "privateshared run --model langchain:anthropic:claude-sonnet-4-5": (
+        "needs an Anthropic key and langchain-anthropic"
+    ),
+    "privateshared run --model oracle --questioner langchain:ollama:llama3.1:8b": (
+        "needs the user's Ollama server and langchain-ollama"
+    ),
     "ray start --head --port 6379": _RAY,
     "ray start --address HEAD_IP:6379": _RAY,
     "privateshared run --ray auto --models models.yaml --model gpt-4o --model qwen2.5-7b "

@@ -521,13 +521,17 @@ BROWSER_CHECK = REPO / "scripts" / "check_transcripts_in_browser.py"
     reason="no headless Chromium here (apt-get install -y chromium)",
 )
 def test_pages_render_in_a_headless_browser(run_results: Path, tmp_path: Path) -> None:
-    """The script's browser check: a transcript and the index, rendered by Chromium."""
+    """The script's browser check: a transcript, the index and the accuracy plot with its
+    interval bands, rendered by Chromium."""
     results = run_results
     check = subprocess.run(
         [sys.executable, str(BROWSER_CHECK), str(results), "--screenshot",
-         str(tmp_path / "page.png")],
+         str(tmp_path / "page.png"), "--plot-screenshot", str(tmp_path / "plot.png")],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
     assert "all checks passed" in check.stdout
+    # One panel (travel-booking), a band for each of the two models.
+    assert "ok   2 interval bands drawn" in check.stdout
     assert (tmp_path / "page.png").read_bytes().startswith(b"\x89PNG")
+    assert (tmp_path / "plot.png").read_bytes().startswith(b"\x89PNG")

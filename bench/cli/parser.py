@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from privateshared.agents.registry import HUMAN, PROGRAMMATIC_ANSWERERS
+from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES
 from privateshared.bench.running.cast import DEFAULT_MODELS
 from privateshared.bench.running.layout import DEFAULT_RESULTS_DIR
 from privateshared.bench.running.workers import default_workers
@@ -33,6 +34,17 @@ class _HelpWithDefaults(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)" if text else "default: %(default)s"
 
 
+def _positive(text: str) -> int:
+    """A whole number of at least 1, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def _command(
     commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
 ) -> argparse.ArgumentParser:
@@ -48,17 +60,19 @@ def _model_options(command: argparse.ArgumentParser, roles: str) -> None:
     command.add_argument(
         "--models", type=Path, dest="registry_file", metavar="FILE",
         help="model registry (JSON or YAML): per model its id, endpoint, key variable and "
-        "settings, or a player of your own ({name, player: ./file.py:attr}, a file relative to "
-        f"the registry's folder); {roles} then name its entries",
+        "settings, a LangChain chat model ({name, provider, model, ...}: any provider "
+        "init_chat_model knows), or a player of your own ({name, player: ./file.py:attr}, a file "
+        f"relative to the registry's folder); {roles} then name its entries",
     )  # fmt: skip
     command.add_argument(
         "--base-url", metavar="URL",
         help="OpenAI-compatible endpoint of the models named, e.g. http://localhost:8000/v1 "
-        "(default: OpenAI's, or OPENAI_BASE_URL)",
+        "(default: OpenAI's, or OPENAI_BASE_URL); for langchain:PROVIDER:MODEL, its base_url",
     )  # fmt: skip
     command.add_argument(
         "--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-        help="environment variable holding the API key",
+        help="environment variable holding the API key (langchain:PROVIDER:MODEL: the "
+        "provider's own variable, e.g. ANTHROPIC_API_KEY, unless another is named here)",
     )  # fmt: skip
     command.add_argument(
         "--temperature", type=float, default=0.0, help="sampling temperature of every model call"
@@ -113,20 +127,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", action="append", dest="models", metavar="NAME",
         help=f"answerer: {', '.join(PROGRAMMATIC_ANSWERERS)}, mock:SEED, smollm2 (SmolLM2-135M "
         "run here by llama.cpp), local:PATH.gguf, a registry entry, your own player as "
-        "module:attr or ./file.py:attr (a player, a class or a factory), or a model served at "
+        "module:attr or ./file.py:attr (a player, a class or a factory, or a LangChain chat "
+        "model), a LangChain chat model as langchain:PROVIDER:MODEL (made by init_chat_model, "
+        "split at the first two colons: langchain:ollama:llama3.1:8b is model llama3.1:8b of "
+        "provider ollama; needs the provider's integration package), or a model served at "
         f"--base-url (repeatable; default: {' '.join(DEFAULT_MODELS)}, SmolLM2 on the 5-slot "
         "experiments only)",
     )  # fmt: skip
     run.add_argument(
         "--questioner", default="programmatic", metavar="NAME",
         help="who asks: programmatic, your own player (module:attr or ./file.py:attr), or a "
-        "model (any name --model takes except the programmatic answerers), which plays through "
-        "function calls",
+        "model (any name --model takes except the programmatic answerers, langchain:PROVIDER:"
+        "MODEL too), which plays through function calls",
     )  # fmt: skip
     run.add_argument(
         "--judge", metavar="NAME",
-        help="a model, or your own player (module:attr or ./file.py:attr), that rates every "
-        "question of the questioner from 1 to 5 (default: none)",
+        help="a model (a name --model takes, langchain:PROVIDER:MODEL too), or your own player "
+        "(module:attr or ./file.py:attr), that rates every question of the questioner from 1 to "
+        "5 (default: none)",
     )  # fmt: skip
     _model_options(run, "--model, --questioner and --judge")
     run.add_argument(
@@ -208,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument(
         "results_dir", nargs="?", type=Path, default=DEFAULT_RESULTS_DIR, metavar="RESULTS_DIR",
         help="a results folder, ours or clembench's",
+    )  # fmt: skip
+    evaluation.add_argument(
+        "--resamples", type=_positive, default=DEFAULT_RESAMPLES, metavar="N",
+        help="bootstrap resamples behind every 95%% interval, and random sign flips behind "
+        "every paired test, all seeded: the same records give the same intervals (default: "
+        "%(default)s, as in the report that ends a run)",
     )  # fmt: skip
 
     transcribe = _command(

@@ -15,6 +15,7 @@ from privateshared.bench.cli.usage import UsageError
 from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate_benchmarks
 from privateshared.bench.reporting.rescore import rescore
 from privateshared.bench.reporting.results import format_table, write_results
+from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES
 from privateshared.bench.reporting.transcripts.index import INDEX_FILE, write_transcripts
 
 
@@ -27,13 +28,15 @@ def report(results_dir: Path, this_run: int | None = None) -> None:
     print(f"transcripts: open {results_dir / INDEX_FILE}")
 
 
-def evaluate_folder(results_dir: Path, this_run: int | None = None) -> tuple[Evaluation, ...]:
-    """Evaluate every episode of `results_dir`, each benchmark on its own, write the result
-    files, print the tables."""
+def evaluate_folder(
+    results_dir: Path, this_run: int | None = None, resamples: int = DEFAULT_RESAMPLES
+) -> tuple[Evaluation, ...]:
+    """Evaluate every episode of `results_dir`, each benchmark on its own, with `resamples`
+    bootstrap resamples behind every interval, write the result files, print the tables."""
     if not results_dir.is_dir():
         raise UsageError(f"{results_dir}: not a folder; pass a results folder such as records/")
     episodes = collect(results_dir)
-    evaluations = evaluate_benchmarks(episodes)
+    evaluations = evaluate_benchmarks(episodes, resamples)
     written = write_results(results_dir, *evaluations)
     if (note := earlier_runs_note(results_dir, len(episodes), this_run)) is not None:
         print(note)
@@ -61,7 +64,7 @@ def report_unreadable(lines: Sequence[str]) -> int:
 
 
 def eval_command(args: argparse.Namespace) -> int:
-    evaluate_folder(args.results_dir)
+    evaluate_folder(args.results_dir, resamples=args.resamples)
     return 0
 
 

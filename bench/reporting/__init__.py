@@ -6,8 +6,11 @@ same on a run that just ended, an old one, or published clembench records.
 - `record_files.py`: reading an episode's record files, ours or clembench's, either layout.
 - `evaluate.py`: every episode folder read back and aggregated (dataset, episode, turn levels),
   each benchmark (classic, two listeners) on its own.
+- `uncertainty.py`: the 95% intervals of those aggregates and every two models compared
+  paired, on `statistics.py`'s intervals, tests and Holm's correction (pure, seeded).
 - `results.py`: the result files (results.md, results.json, episodes.csv, clembench's raw.csv
-  and results.csv) and the terminal table; `plots.py` draws the SVG plots.
+  and results.csv) and the terminal table; `comparisons.py` lays out the paired comparisons
+  there, in the cells of `cells.py`; `plots.py` draws the SVG plots.
 - `transcripts/`: a self-contained HTML page per episode and an index.
 - `rescore.py`: scores.json recomputed from interactions.json.
 """

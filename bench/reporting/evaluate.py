@@ -11,6 +11,10 @@ both would be neither benchmark's score.
 
 An errored episode (the infrastructure failed) or an unscored one (the run was interrupted) is
 neither played nor aborted: it stays out of % Played, but is always counted and shown.
+
+Every headline number carries its 95% interval, and every two models of a benchmark are
+compared paired on the instances both played; uncertainty.py computes both (statistics.py
+holds the statistics), with a fixed seed and `resamples` bootstrap resamples.
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES, SEED, mean_interval
+from privateshared.bench.reporting.uncertainty import (
+    Comparison,
+    aggregate_intervals,
+    compare_models,
+)
 from privateshared.domains.audience import BENCHMARKS, Benchmark, benchmark_of_name
 from privateshared.graph.perspective import (
     FIRST_LISTENER_ACCURACY,
@@ -126,17 +136,31 @@ class Aggregate(BaseModel):
     """Episodes with neither scores.json nor error.json: the run was interrupted."""
     percent_played: float
     """100 x played / (played + aborted): errored and unscored episodes count as neither."""
+    played_ci95: tuple[float, float]
+    """95% Wilson interval of % Played, in percent; NaN without a played or aborted episode."""
     quality_score: float
     """Mean Main Score over played episodes; NaN when none was played."""
+    quality_score_ci95: tuple[float, float]
+    """95% bootstrap interval of the Quality Score: played and aborted episodes resampled
+    within each experiment (over every model, instances with all their episodes); NaN for fewer
+    than two played episodes (uncertainty.py)."""
     quality_score_std: float
     """Sample standard deviation (ddof=1, as pandas' std in clembench) of those Main Scores;
     NaN for fewer than two."""
     clemscore: float
     """% Played / 100 x Quality Score; NaN when no episode was played."""
+    clemscore_ci95: tuple[float, float]
+    """95% bootstrap interval of the clemscore, from the same resamples; NaN when no episode
+    was played."""
     accuracy: float
     """Mean Accuracy over played episodes."""
+    accuracy_ci95: tuple[float, float]
+    """95% bootstrap interval of that mean, episodes (never probes) resampled; NaN for fewer
+    than two."""
     kappa: float
     """Mean Kappa (not truncated) over played episodes."""
+    kappa_ci95: tuple[float, float]
+    """95% bootstrap interval of that mean, as accuracy's."""
     slot_filling_accuracy: float
     """Mean Slot-Filling-Accuracy over played episodes."""
     middle_accuracy: float
@@ -169,6 +193,9 @@ class RoundMean(BaseModel):
     probe_round: int
     accuracy: float
     """Mean of the round's Accuracy turn score."""
+    ci95: tuple[float, float]
+    """95% bootstrap interval of that mean, the episodes resampled (within each experiment
+    where the line covers several), never their probes; NaN unless an experiment has two."""
     episodes: int
     """Scored episodes that completed this round (aborted ones count the rounds they finished)."""
 
@@ -282,6 +309,13 @@ class Evaluation(BaseModel):
     rounds_by_listener: tuple[RoundAccuracy, ...] = ()
     """Turn level, two listeners only: per model, experiment and listener (the experiment named
     `<experiment>, 1st listener`)."""
+    comparisons: tuple[Comparison, ...] = ()
+    """Every two models compared, paired on the instances both played, per metric (Main Score,
+    then % Played); none with one model."""
+    resamples: int = DEFAULT_RESAMPLES
+    """Bootstrap resamples (and random sign flips) behind every interval and p-value."""
+    seed: int = SEED
+    """The seed of every resampling: the same records give the same intervals."""
 
 
 # Reading the records
@@ -432,8 +466,12 @@ def mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values) if values else NAN
 
 
-def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | None) -> Aggregate:
-    """Aggregate a group of episodes at the dataset level."""
+def aggregate(
+    episodes: Sequence[EpisodeRecord], model: str, experiment: str | None,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> Aggregate:  # fmt: skip
+    """Aggregate a group of episodes at the dataset level, each number with its interval from
+    `resamples` bootstrap resamples."""
     count = {status: 0 for status in ("played", "aborted", "errored", "unscored")}
     for episode in episodes:
         count[episode.status] += 1
@@ -454,6 +492,7 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
     decided = count["played"] + count["aborted"]
     percent_played = 100 * count["played"] / decided if decided else NAN
     quality = mean(main_scores)
+    intervals = aggregate_intervals(episodes, resamples)
     return Aggregate(
         model=model,
         experiment=experiment,
@@ -463,11 +502,16 @@ def aggregate(episodes: Sequence[EpisodeRecord], model: str, experiment: str | N
         errored=count["errored"],
         unscored=count["unscored"],
         percent_played=percent_played,
+        played_ci95=intervals.played,
         quality_score=quality,
+        quality_score_ci95=intervals.quality_score,
         quality_score_std=statistics.stdev(main_scores) if len(main_scores) > 1 else NAN,
         clemscore=percent_played / 100 * quality,
+        clemscore_ci95=intervals.clemscore,
         accuracy=mean_of(ACCURACY),
+        accuracy_ci95=intervals.accuracy,
         kappa=mean_of(KAPPA),
+        kappa_ci95=intervals.kappa,
         slot_filling_accuracy=mean_of(SLOT_FILLING_ACCURACY),
         middle_accuracy=mean_of(MIDDLE_ACCURACY),
         questioner=", ".join(sorted({e.questioner for e in episodes if e.questioner})),
@@ -492,11 +536,12 @@ def round_accuracy(
     model: str,
     experiment: str | None,
     listener: str | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
 ) -> RoundAccuracy:
-    """Average each probing round's accuracy over the group's episodes that completed it; with
-    `listener` (1st or 2nd), the accuracy on that listener's probes, as `<experiment>, <listener>
-    listener`."""
-    by_round: dict[int, list[float]] = {}
+    """Average each probing round's accuracy over the group's episodes that completed it, with
+    its interval from `resamples` bootstrap resamples of those episodes; with `listener` (1st or
+    2nd), the accuracy on that listener's probes, as `<experiment>, <listener> listener`."""
+    by_round: dict[int, dict[str, list[float]]] = {}
     for episode in episodes:
         accuracies = (
             episode.round_accuracy
@@ -504,10 +549,15 @@ def round_accuracy(
             else episode.listener_round_accuracy.get(listener, {})
         )
         for probe_round, value in accuracies.items():
-            by_round.setdefault(probe_round, []).append(value)
+            by_round.setdefault(probe_round, {}).setdefault(episode.experiment, []).append(value)
     rounds = tuple(
-        RoundMean(probe_round=k, accuracy=mean(values), episodes=len(values))
-        for k, values in sorted(by_round.items())
+        RoundMean(
+            probe_round=k,
+            accuracy=mean([value for values in strata.values() for value in values]),
+            ci95=mean_interval(list(strata.values()), resamples),
+            episodes=sum(map(len, strata.values())),
+        )
+        for k, strata in sorted(by_round.items())
     )
     if listener is not None:
         experiment = f"{experiment}, {listener} listener"
@@ -544,16 +594,24 @@ def group_episodes(
     return groups
 
 
-def evaluate_benchmarks(episodes: Sequence[EpisodeRecord]) -> tuple[Evaluation, ...]:
+def evaluate_benchmarks(
+    episodes: Sequence[EpisodeRecord], resamples: int = DEFAULT_RESAMPLES
+) -> tuple[Evaluation, ...]:
     """Evaluate each benchmark's episodes on their own, the classic benchmark first; one
     evaluation per benchmark the episodes belong to (none for no episodes)."""
     by_benchmark = group_episodes(episodes, lambda episode: episode.benchmark)
-    return tuple(evaluate(by_benchmark[name]) for name in BENCHMARKS if name in by_benchmark)
+    return tuple(
+        evaluate(by_benchmark[name], resamples) for name in BENCHMARKS if name in by_benchmark
+    )
 
 
-def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
+def evaluate(episodes: Sequence[EpisodeRecord], resamples: int = DEFAULT_RESAMPLES) -> Evaluation:
     """Evaluate one benchmark's episodes per model, per model and experiment, and over all
-    models; ValueError for episodes of several benchmarks (`evaluate_benchmarks` splits them)."""
+    models, with intervals and paired comparisons from `resamples` bootstrap resamples (at
+    least 1); ValueError for episodes of several benchmarks (`evaluate_benchmarks` splits
+    them)."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
     benchmarks = {episode.benchmark for episode in episodes}
     if len(benchmarks) > 1:
         raise ValueError(
@@ -565,16 +623,18 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
     by_experiment = group_episodes(ordered, lambda episode: (episode.model, episode.experiment))
     return Evaluation(
         benchmark=benchmarks.pop() if benchmarks else "classic",
-        models=tuple(aggregate(group, model, None) for model, group in by_model.items()),
+        models=tuple(aggregate(group, model, None, resamples) for model, group in by_model.items()),
         experiments=tuple(
-            aggregate(group, model, experiment)
+            aggregate(group, model, experiment, resamples)
             for (model, experiment), group in by_experiment.items()
         ),
-        overall=aggregate(ordered, ALL_MODELS, None),
+        overall=aggregate(ordered, ALL_MODELS, None, resamples),
         episodes=tuple(ordered),
-        rounds_by_model=tuple(round_accuracy(group, m, None) for m, group in by_model.items()),
+        rounds_by_model=tuple(
+            round_accuracy(group, m, None, resamples=resamples) for m, group in by_model.items()
+        ),
         rounds_by_experiment=tuple(
-            round_accuracy(group, model, experiment)
+            round_accuracy(group, model, experiment, resamples=resamples)
             for (model, experiment), group in by_experiment.items()
         ),
         questioner_by_model=tuple(
@@ -585,7 +645,7 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
             for (model, experiment), group in by_experiment.items()
         ),
         rounds_by_listener=tuple(
-            round_accuracy(group, model, experiment, listener)
+            round_accuracy(group, model, experiment, listener, resamples)
             for (model, experiment), group in by_experiment.items()
             for listener in LISTENER_ROUND_SCORES
             if any(listener in episode.listener_round_accuracy for episode in group)
@@ -595,4 +655,7 @@ def evaluate(episodes: Sequence[EpisodeRecord]) -> Evaluation:
             for (model, experiment), group in by_experiment.items()
             if (means := listener_aggregate(group, model, experiment)) is not None
         ),
+        comparisons=compare_models(ordered, resamples),
+        resamples=resamples,
+        seed=SEED,
     )

@@ -1,26 +1,40 @@
 """Plots of an evaluation, drawn after a run over its records (results.py writes them).
 
 Each plot is a small SVG file: one panel per experiment, one line per model, on a shared 0-1
-scale. Line charts this plain need no plotting library, and writing their SVG takes a few
-milliseconds where importing and rendering with one took over a second of every run; any browser
-shows them, and the index page of the transcripts embeds them. The experiments of every
-benchmark a folder holds are drawn, each in its own panel: no line averages over two benchmarks.
+scale; the accuracy plot draws each line's 95% interval as a band around it (the episodes
+resampled, evaluate.py), so that lines whose bands overlap are not read as apart. Line charts
+this plain need no plotting library, and writing their SVG takes a few milliseconds where
+importing and rendering with one took over a second of every run; any browser shows them, and
+the index page of the transcripts embeds them. The experiments of every benchmark a folder holds
+are drawn, each in its own panel: no line averages over two benchmarks.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import NamedTuple
 
 from privateshared.bench.reporting.evaluate import Evaluation, RoundAccuracy
 from privateshared.graph.files import write_text
 
-ACCURACY_TITLE = "Scorekeeping: accuracy per probing round"
+ACCURACY_TITLE = "Scorekeeping: accuracy per probing round (bands: 95% intervals)"
 QUESTIONER_TITLE = "Questioner: slot accuracy per turn"
 
-Series = dict[str, tuple[list[int], list[float]]]
-"""Model -> (x values, y values) of its line."""
+
+class Line(NamedTuple):
+    """One model's line in a panel."""
+
+    xs: list[int]
+    ys: list[float]
+    bands: list[tuple[float, float]] | None = None
+    """The interval around each point, (NaN, NaN) where there is none; None: no band."""
+
+
+Series = dict[str, Line]
+"""Model -> its line."""
 Panels = dict[str, Series]
 """Experiment -> the lines of its panel. Episodes of different lengths (5 slots, 15 slots) get
 panels of their own: round 5 is the last of a 5-slot episode and a third of a 15-slot one, so one
@@ -49,8 +63,9 @@ def plot_accuracy_by_round(evaluations: Sequence[Evaluation], path: Path) -> Non
             for line in by_listener.get((whole.model, whole.experiment), [whole]):
                 if not line.rounds or line.experiment is None:
                     continue
-                panels.setdefault(line.experiment, {})[line.model] = (
+                panels.setdefault(line.experiment, {})[line.model] = Line(
                     [m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds],
+                    [m.ci95 for m in line.rounds],
                 )  # fmt: skip
     _plot(panels, path, ACCURACY_TITLE, "probing round", "mean accuracy")
 
@@ -61,7 +76,7 @@ def plot_questioner_by_turn(evaluations: Sequence[Evaluation], path: Path) -> No
     panels: Panels = {}
     for line in (line for e in evaluations for line in e.questioner_by_experiment):
         if line.slot_accuracy and line.experiment is not None:
-            panels.setdefault(line.experiment, {})[line.model] = (
+            panels.setdefault(line.experiment, {})[line.model] = Line(
                 list(line.slot_accuracy), list(line.slot_accuracy.values()),
             )  # fmt: skip
     _plot(panels, path, QUESTIONER_TITLE, "questioner turn (t prepares question t)",
@@ -80,7 +95,7 @@ def _panel(experiment: str, series: Series, colours: dict[str, str], x_label: st
     left, top = MARGIN["left"], MARGIN["top"]
     width = PANEL_WIDTH - MARGIN["left"] - MARGIN["right"]
     height = PANEL_HEIGHT - MARGIN["top"] - MARGIN["bottom"]
-    xs = [x for xs, _ in series.values() for x in xs]
+    xs = [x for line in series.values() for x in line.xs]
     low, high = min(xs), max(max(xs), min(xs) + 1)
 
     def at(x: float, y: float) -> str:
@@ -112,7 +127,16 @@ def _panel(experiment: str, series: Series, colours: dict[str, str], x_label: st
         f'<text x="14" y="{top + height / 2}" class="label" transform="rotate(-90 14 '
         f'{top + height / 2})">{escape(y_label)}</text>'
     )
-    for model, (line_xs, line_ys) in sorted(series.items()):
+    # Every band under every line, so that no band hides another model's line.
+    for model, line in sorted(series.items()):
+        for segment in _band_segments(line):
+            outline = [at(x, high) for x, (_, high) in segment]
+            outline += [at(x, low) for x, (low, _) in reversed(segment)]
+            parts.append(
+                f'<polygon points="{" ".join(outline)}" fill="{colours[model]}" class="band">'
+                f"<title>{escape(model)}: 95% interval</title></polygon>"
+            )
+    for model, (line_xs, line_ys, _) in sorted(series.items()):
         points = " ".join(at(x, y) for x, y in zip(line_xs, line_ys, strict=True))
         colour = colours[model]
         parts.append(
@@ -122,6 +146,18 @@ def _panel(experiment: str, series: Series, colours: dict[str, str], x_label: st
         parts += [f'<circle cx="{p.split(",")[0]}" cy="{p.split(",")[1]}" r="2.5" '
                   f'fill="{colour}"/>' for p in points.split()]  # fmt: skip
     return "".join(parts)
+
+
+def _band_segments(line: Line) -> list[list[tuple[int, tuple[float, float]]]]:
+    """The runs of consecutive points of `line` that have an interval: one band each (a point
+    without one, a round of a single episode, breaks the band)."""
+    segments: list[list[tuple[int, tuple[float, float]]]] = [[]]
+    for x, band in zip(line.xs, line.bands or [], strict=False):
+        if math.isnan(band[0]):
+            segments.append([])
+        else:
+            segments[-1].append((x, band))
+    return [segment for segment in segments if segment]
 
 
 def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) -> None:
@@ -151,6 +187,7 @@ def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) ->
         ".label{font-size:12px;text-anchor:middle}.xtick{font-size:11px;text-anchor:middle}"
         ".ytick{font-size:11px;text-anchor:end}.legend{font-size:12px}"
         ".frame{fill:none;stroke:#888}.grid{stroke:#ddd}.line{fill:none;stroke-width:2}"
+        ".band{fill-opacity:0.15;stroke:none}"
     )
     write_text(path, (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '

@@ -11,6 +11,11 @@ Each takes the evaluations of the benchmarks a folder holds (`evaluate_benchmark
 first, and keeps them apart: with one, the files are what they always were; with both, every
 table comes once per benchmark, and clembench's files, made to merge with published clembench
 runs, hold the classic benchmark only.
+
+Our tables give every headline number its 95% interval beside clembench's columns, and compare
+every two models of a benchmark paired (uncertainty.py computes both, comparisons.py lays out
+the comparisons); clembench's raw.csv and results.csv stay exactly as clembench's own tools
+write them, without either.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from privateshared.bench.reporting.cells import aligned, fixed, interval_cell, markdown_table
+from privateshared.bench.reporting.comparisons import comparison_lines, comparisons_section
 from privateshared.bench.reporting.evaluate import (
     Aggregate,
     EpisodeRecord,
@@ -34,6 +41,7 @@ from privateshared.bench.reporting.evaluate import (
     mean,
 )
 from privateshared.bench.reporting.plots import plot_accuracy_by_round, plot_questioner_by_turn
+from privateshared.bench.reporting.statistics import Interval
 from privateshared.domains.audience import Benchmark
 from privateshared.graph.files import write_json, write_text
 from privateshared.graph.records import (
@@ -97,21 +105,49 @@ def _one_benchmark(evaluations: Sequence[Evaluation]) -> None:
         raise ValueError(f"one evaluation per benchmark expected, got {benchmarks or 'none'}")
 
 
-def _fixed(value: float, digits: int) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-
-
 _COLUMNS = ["episodes", "played", "aborted", "errored", "unscored", "% Played",
-            "Quality Score ± std", "clemscore"]  # fmt: skip
+            "% Played 95% CI", "Quality Score ± std", "Quality Score 95% CI", "clemscore",
+            "clemscore 95% CI"]  # fmt: skip
+_TERMINAL_COLUMNS = ["episodes", "played", "aborted", "errored", "unscored",
+                     "% played [95% ci]", "quality score ± std [95% ci]",
+                     "clemscore [95% ci]"]  # fmt: skip
+"""The terminal's: each interval in brackets after its number, to one decimal."""
+
+
+def _quality(row: Aggregate) -> str:
+    """clembench's Quality Score (std); the std is left out where it is undefined (one played
+    episode)."""
+    quality = fixed(row.quality_score, 2)
+    if not math.isnan(row.quality_score_std):
+        quality += f" ± {row.quality_score_std:.2f}"
+    return quality
+
+
+def _counts(row: Aggregate) -> list[str]:
+    return [str(n) for n in (row.episodes, row.played, row.aborted, row.errored, row.unscored)]
 
 
 def _cells(row: Aggregate) -> list[str]:
-    """The cells of `_COLUMNS`; the std is left out where it is undefined (one played episode)."""
-    quality = _fixed(row.quality_score, 2)
-    if not math.isnan(row.quality_score_std):
-        quality += f" ± {row.quality_score_std:.2f}"
-    counts = (row.episodes, row.played, row.aborted, row.errored, row.unscored)
-    return [*map(str, counts), _fixed(row.percent_played, 1), quality, _fixed(row.clemscore, 2)]
+    """The cells of `_COLUMNS`."""
+    return [
+        *_counts(row), fixed(row.percent_played, 1), interval_cell(row.played_ci95, 1),
+        _quality(row), interval_cell(row.quality_score_ci95, 2), fixed(row.clemscore, 2),
+        interval_cell(row.clemscore_ci95, 2),
+    ]  # fmt: skip
+
+
+def _terminal_cells(row: Aggregate) -> list[str]:
+    """The cells of `_TERMINAL_COLUMNS`: an interval only where there is one."""
+
+    def with_interval(text: str, interval: Interval) -> str:
+        return text if math.isnan(interval[0]) else f"{text} {interval_cell(interval, 1)}"
+
+    return [
+        *_counts(row),
+        with_interval(fixed(row.percent_played, 1), row.played_ci95),
+        with_interval(_quality(row), row.quality_score_ci95),
+        with_interval(fixed(row.clemscore, 2), row.clemscore_ci95),
+    ]
 
 
 _QUESTIONER_COLUMNS = ["episodes", "slot accuracy", "JGA", "hallucination rate",
@@ -135,23 +171,12 @@ def _questioner_cells(row: Aggregate, judged: bool) -> list[str]:
     ]  # fmt: skip
     if judged:
         rates.append(row.questioner_judge_score)
-    return [str(row.questioner_episodes), *(_fixed(value, 2) for value in rates)]
+    return [str(row.questioner_episodes), *(fixed(value, 2) for value in rates)]
 
 
 def has_questioner_scores(evaluation: Evaluation) -> bool:
     """Whether any scored episode has the questioner's scores."""
     return evaluation.overall.questioner_episodes > 0
-
-
-def _aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(line[i]) for line in (header, *rows)) for i in range(len(header))]
-    return [
-        "  ".join(
-            cell.ljust(width) if i == 0 else cell.rjust(width)
-            for i, (cell, width) in enumerate(zip(line, widths, strict=True))
-        ).rstrip()
-        for line in (header, *rows)
-    ]
 
 
 def format_table(*evaluations: Evaluation) -> str:
@@ -186,16 +211,14 @@ def _table_lines(evaluation: Evaluation) -> list[str]:
                  "validity", "completion", "questions", *(["judge"] if judged else [])]  # fmt: skip
         rows = [[row.model, row.questioner or "?", *_questioner_cells(row, judged)]
                 for row in evaluation.models if row.questioner_episodes]  # fmt: skip
-        lines += [*_aligned(short, rows), ""]
+        lines += [*aligned(short, rows), ""]
+    if compared := comparison_lines(evaluation):
+        lines += [*compared, ""]
     # The headline table next to last: what a reader, or a script taking the last row that
     # starts with a model's name, reads as the model's result.
-    header = ["model", *(column.lower() for column in _COLUMNS)]
-    return lines + _aligned(header, [[row.model, *_cells(row)] for row in evaluation.models])
-
-
-def _markdown(header: Sequence[str], rows: Iterable[Sequence[str]], left: int = 1) -> str:
-    rule = ["---" if i < left else "--:" for i in range(len(header))]
-    return "\n".join(f"| {' | '.join(line)} |" for line in (header, rule, *rows))
+    header = ["model", *_TERMINAL_COLUMNS]
+    rows = [[row.model, *_terminal_cells(row)] for row in evaluation.models]
+    return lines + aligned(header, rows)
 
 
 def format_markdown(*evaluations: Evaluation) -> str:
@@ -224,27 +247,36 @@ def format_markdown(*evaluations: Evaluation) -> str:
 
 def _markdown_sections(evaluation: Evaluation) -> list[str]:
     """One benchmark's part of results.md, its sections in order."""
-    per_model = _markdown(
+    per_model = markdown_table(
         ["model", *_COLUMNS],
         [[row.model, *_cells(row)] for row in (*evaluation.models, evaluation.overall)],
     )
-    per_experiment = _markdown(
+    per_experiment = markdown_table(
         ["model", "experiment", *_COLUMNS],
         [[row.model, row.experiment or "", *_cells(row)] for row in evaluation.experiments],
         left=2,
     )
     # Per experiment: round k of a 5-slot episode is not round k of a 15-slot one.
     rounds = max((len(line.rounds) for line in evaluation.rounds_by_experiment), default=0)
-    per_round = _markdown(
+    per_round = markdown_table(
         ["model", "experiment", *(f"round {k}" for k in range(rounds))],
         [
-            [line.model, line.experiment or "", *(_fixed(m.accuracy, 2) for m in line.rounds)]
+            [line.model, line.experiment or "", *(fixed(m.accuracy, 2) for m in line.rounds)]
             + [""] * (rounds - len(line.rounds))
             for line in evaluation.rounds_by_experiment
         ],
         left=2,
     )
     warning = coverage_warning(evaluation)
+    intervals = (
+        "Each number with its 95% interval: % Played Wilson's; Quality Score and clemscore a "
+        "percentile bootstrap of the played and aborted episodes, resampled within each "
+        "experiment (over all models, each instance with all its episodes), "
+        f"{evaluation.resamples} resamples, seed {evaluation.seed} (`privateshared eval "
+        "--resamples N`); n/a where there is nothing to resample (one episode per experiment) "
+        "or, for the Quality Score as for its std, fewer than two played episodes. Quality "
+        "Score ± std is clembench's, unchanged."
+    )
     questioner: list[str] = []
     if has_questioner_scores(evaluation):
         # Each model over all its experiments, then on each; every model together last.
@@ -254,7 +286,7 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         ]
         rows = [row for group in groups for row in group] + [evaluation.overall]
         judged = has_judge_scores(evaluation)
-        table = _markdown(
+        table = markdown_table(
             ["model", "experiment", "questioner", *_QUESTIONER_COLUMNS,
              *([_JUDGE_COLUMN] if judged else [])],
             [[row.model, row.experiment or ALL, row.questioner or "?",
@@ -271,11 +303,11 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         ]
     listeners: list[str] = []
     if evaluation.listeners:
-        table = _markdown(
+        table = markdown_table(
             ["model", "experiment", "episodes", "accuracy 1st", "kappa 1st", "accuracy 2nd",
              "kappa 2nd", "perspective", "pairs", "transfer", "redundant"],
             [[row.model, row.experiment, str(row.episodes),
-              *(_fixed(value, 2) for value in (
+              *(fixed(value, 2) for value in (
                   row.first_listener_accuracy, row.first_listener_kappa,
                   row.second_listener_accuracy, row.second_listener_kappa,
                   row.perspective_accuracy, row.perspective_pairs,
@@ -292,10 +324,13 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         ]
     return [
         *([] if warning is None else [f"> **Warning:** {warning}"]),
-        f"## Per model\n\n{per_model}",
+        f"## Per model\n\n{intervals}\n\n{per_model}",
         f"## Per model and experiment\n\n{per_experiment}",
+        comparisons_section(evaluation),
         "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
-        f"episodes that completed it (aborted ones included).\n\n{per_round}",
+        "episodes that completed it (aborted ones included); results.json gives each its 95% "
+        "interval (the episodes resampled, never their probes), and accuracy_by_round.svg "
+        f"draws it as a band.\n\n{per_round}",
         *questioner,
         *listeners,
     ]
@@ -378,8 +413,8 @@ def results_json(*evaluations: Evaluation) -> dict[str, Any]:
 
 
 def _dump(evaluation: Evaluation) -> dict[str, Any]:
-    """One evaluation as results.json holds it: a classic run's keeps the keys it always had,
-    without the two-listener experiments' keys or the name of its benchmark."""
+    """One evaluation as results.json holds it: a classic run's without the two-listener
+    experiments' keys or the name of its benchmark."""
     leave_out: dict[str, Any] = {}
     per_episode: set[str] = set()
     if not evaluation.listeners:
