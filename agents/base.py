@@ -111,7 +111,7 @@ class PlayerFailure(RuntimeError):
     """A call that still failed after its retries: the infrastructure failed, not the player's
     play. The episode ends as errored, neither played nor aborted, and is played again later."""
 
-    def __init__(self, kind: str, message: str, tries: int) -> None:
+    def __init__(self, kind: str, message: str, tries: int, fix: str | None = None) -> None:
         super().__init__(f"{kind}: {message} (after {tries} tries)")
         self.kind = kind
         """The error's class, e.g. APITimeoutError."""
@@ -119,6 +119,10 @@ class PlayerFailure(RuntimeError):
         """What the client said, without credentials."""
         self.tries = tries
         """Calls made for this request, failed retries included."""
+        self.fix = fix
+        """For a request the endpoint refused (HTTP 400, 401, 403, 404, 422), which playing
+        again gets refused as well: the setting to change (agents/refusals.py). None for a
+        failure a later run may get past."""
 
 
 @runtime_checkable
@@ -131,8 +135,9 @@ class Player(Protocol):
         ...
 
     @property
-    def temperature(self) -> float:
-        """Sampling temperature (0.0 for programmatic players); part of the results folder name."""
+    def temperature(self) -> float | None:
+        """Sampling temperature (0.0 for programmatic players); part of the results folder name.
+        None for a model sent no temperature, which samples at its provider's default."""
         ...
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:

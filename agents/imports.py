@@ -157,8 +157,9 @@ class ImportedPlayer:
         return self.origin.name or self.player.name
 
     @property
-    def temperature(self) -> float:
-        return float(self.player.temperature)
+    def temperature(self) -> float | None:
+        value = self.player.temperature
+        return None if value is None else float(value)
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:
         return await self.player.respond(request)

@@ -34,7 +34,13 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    JsonValue,
+    SecretStr,
+    field_validator,
+)
 from pydantic_core import to_jsonable_python
 
 from privateshared.agents.base import (
@@ -45,6 +51,14 @@ from privateshared.agents.base import (
     ToolCall,
 )
 from privateshared.agents.llm import PlayerConfigError
+from privateshared.agents.refusals import (
+    CHECK_MESSAGE,
+    endpoint_message,
+    error_parameter,
+    is_refusal,
+    refusal_fix,
+)
+from privateshared.agents.usage import Priced
 
 if TYPE_CHECKING:  # loaded once a chat model exists; the messages are loaded by LangGraph
     from langchain_core.language_models import BaseChatModel
@@ -59,7 +73,7 @@ RESERVED_PARAMETERS = frozenset(
 """Keyword arguments the entry's own fields set; `parameters` may not set them again."""
 
 
-class LangChainSpec(BaseModel):
+class LangChainSpec(Priced):
     """A model LangChain's `init_chat_model` builds: a registry entry with `provider:`.
 
     The fields below the model go to the integration's class as LangChain's standard parameters
@@ -80,7 +94,9 @@ class LangChainSpec(BaseModel):
     api_key_env: str | None = None
     """The environment variable holding the key, passed as `api_key`; None: the integration
     reads its own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY, ...)."""
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    """Sampling temperature; None passes none, for models that take only their provider's
+    default (OpenAI's reasoning models)."""
     timeout: float | None = Field(default=60.0, gt=0)
     """Seconds before one call gives up; None leaves the integration's default (for an
     integration that names it otherwise: give its own name in `parameters`)."""
@@ -89,7 +105,7 @@ class LangChainSpec(BaseModel):
     the integration's default."""
     max_concurrent_calls: int | None = Field(default=None, ge=1)
     """At most this many calls under way at once, across the whole run; None: no cap."""
-    parameters: dict[str, JsonValue] = {}
+    parameters: dict[str, JsonValue] = Field(default_factory=dict)
     """Further keyword arguments of the integration's class (e.g. max_tokens, top_p,
     reasoning_effort; Ollama's num_ctx)."""
 
@@ -129,7 +145,10 @@ class LangChainSpec(BaseModel):
     def settings(self) -> dict[str, JsonValue]:
         """What experiment.json records of the model: everything but the key, which the spec
         never holds (at most the name of its variable)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        settings = self.model_dump(mode="json", exclude_none=True)
+        if self.temperature is None:  # said, not left out: none is passed, which is not 0
+            settings["temperature"] = None
+        return settings
 
 
 def is_langchain_name(name: object) -> TypeGuard[str]:
@@ -177,8 +196,8 @@ def build_chat_model(spec: LangChainSpec, environ: Mapping[str, str]) -> tuple[B
     """The chat model `spec` names, made by `init_chat_model`, and the key it was given ("" when
     the integration reads its own). Raises PlayerConfigError, one line naming the fix."""
     where = f"model {spec.played_as!r} (provider {spec.provider})"
-    arguments: dict[str, Any] = {**spec.parameters, "temperature": spec.temperature}
-    for field in ("timeout", "max_retries", "base_url"):
+    arguments: dict[str, Any] = dict(spec.parameters)
+    for field in ("temperature", "timeout", "max_retries", "base_url"):
         if (value := getattr(spec, field)) is not None:
             arguments[field] = value
     key = ""
@@ -307,8 +326,8 @@ class LangChainPlayer:
     Args:
         model: Any `BaseChatModel`; the questioner's needs `bind_tools`.
         name: The name played under; default: the spec's, else the model's id.
-        temperature: For records and folder names; default: the spec's, else the model's own
-            `temperature` (a model without one needs it said here).
+        temperature: For records and folder names; default: the spec's (None where it passes
+            none), else the model's own `temperature` (a model without one needs it said here).
         spec: The registry entry the model was built from, so that a Ray worker can build it
             again; None for a model passed in from Python, which plays in this process only.
         key: The key the model was given, blanked in messages and records like its own.
@@ -328,13 +347,16 @@ class LangChainPlayer:
         self._name = name or (spec.played_as if spec else chat_model_name(model))
         own = spec.temperature if spec else getattr(model, "temperature", None)
         chosen = temperature if temperature is not None else own
-        if isinstance(chosen, bool) or not isinstance(chosen, int | float):
+        if chosen is None and spec is not None:  # the entry passes none: the provider's default
+            self._temperature: float | None = None
+        elif isinstance(chosen, bool) or not isinstance(chosen, int | float):
             raise PlayerConfigError(
                 f"{self._name}: {type(model).__name__} has no temperature set, which records "
                 "and folder names show; set it on the model (temperature=0, as the benchmark "
                 "plays), or give it: LangChainPlayer(model, temperature=...)"
             )
-        self._temperature = float(chosen)
+        else:
+            self._temperature = float(chosen)
         self._secrets = _secrets(model, key)
         self._with_tools: dict[str, Runnable[Any, Any]] = {}
 
@@ -349,7 +371,7 @@ class LangChainPlayer:
         return self._name
 
     @property
-    def temperature(self) -> float:
+    def temperature(self) -> float | None:
         return self._temperature
 
     @property
@@ -379,7 +401,7 @@ class LangChainPlayer:
             reply = await runnable.ainvoke(messages)
         except Exception as error:
             # from None: the original error may carry the key a server echoed.
-            raise self._failure(error) from None
+            raise self._failure(error, bool(request.tools)) from None
         if not isinstance(reply, AIMessage):
             raise PlayerFailure(
                 "NotAnAIMessage", f"the model returned {type(reply).__name__}, not an AIMessage", 1
@@ -401,9 +423,10 @@ class LangChainPlayer:
                 raw = cast(JsonValue, json.loads(text))
         return raw
 
-    def _failure(self, error: Exception) -> PlayerFailure:
+    def _failure(self, error: Exception, tools: bool = False) -> PlayerFailure:
         """The error as error.json will show it: its class, its message without keys, and the
-        tries the model's client made (its retries, for an error of the kind it retries)."""
+        tries the model's client made (its retries, for an error of the kind it retries); for
+        a refused request, the setting to change (agents/refusals.py)."""
         message = str(error) or type(error).__name__
         for secret in self._secrets:
             message = message.replace(secret, "[key]")
@@ -411,15 +434,46 @@ class LangChainPlayer:
         tries = 1
         if is_transient_failure(error) and isinstance(retries, int):
             tries += retries
-        return PlayerFailure(failure_kind(error), message, tries)
+        status = _status(error)
+        fix = None
+        if status is not None and is_refusal(status) and not is_transient_failure(error):
+            body = getattr(error, "body", None)
+            fix = refusal_fix(
+                status, endpoint_message(body, message), parameter=error_parameter(body),
+                key_variable=self.spec.api_key_env if self.spec else None,
+                extra_fields=list(self.spec.parameters) if self.spec else (),
+                extra_name="parameters", tools=tools,
+            )  # fmt: skip
+        return PlayerFailure(failure_kind(error), message, tries, fix)
 
-    def check(self) -> None:
-        """Nothing to call before a run. LangChain has no provider-neutral way to ask whether a
-        model is served (the fast path lists an endpoint's models); a trial call would be
-        billed, retried on the model's own schedule and kept out of the records. What can be
-        checked without one was, when the model was built: the integration is installed, the
-        key's variable is set, the class took the entry's settings. A wrong model id or key
-        then errors the first episodes, each with an error.json naming it."""
+    def check(self, tools: Sequence[dict[str, JsonValue]] = ()) -> None:
+        """Fail before the first episode, in one line, when the model refuses one short call
+        with the run's own settings (with `tools`, bound as the questioner's are). The call is
+        billed like any other (a few dozen tokens) and retried by the model's own client; the
+        integration, the key's variable and the settings were checked when the model was
+        built."""
+        runnable = self._bound(tools) if tools else self.model
+        try:
+            runnable.invoke([HumanMessage(content=CHECK_MESSAGE)])
+        except Exception as error:
+            failure = self._failure(error, bool(tools))
+            seat = " (the questioner's call, with its tools)" if tools else ""
+            said = _one_line(endpoint_message(getattr(error, "body", None), failure.message))
+            if failure.fix is not None:
+                raise PlayerConfigError(
+                    f"{self.name}: the model refused the check call before the run{seat} "
+                    f"({failure.kind}: {said}); {failure.fix}"
+                ) from None
+            if is_transient_failure(error):
+                raise PlayerConfigError(
+                    f"{self.name}: the check call failed after {failure.tries} tries "
+                    f"({failure.kind}: {said}); the provider cannot take calls now: run again "
+                    "once it can"
+                ) from None
+            raise PlayerConfigError(
+                f"{self.name}: the check call before the run failed ({failure.kind}: {said}); "
+                "fix the model's settings"
+            ) from None
 
     async def aclose(self) -> None:
         """Nothing to close: the model's integration owns its clients (langchain-openai shares

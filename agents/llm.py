@@ -11,13 +11,42 @@ import email.utils
 import itertools
 import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    JsonValue,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 
-from privateshared.agents.base import PlayerFailure, PlayerReply, PlayerRequest, ToolCall
+from privateshared.agents.base import (
+    PlayerFailure,
+    PlayerReply,
+    PlayerRequest,
+    RequestKind,
+    ToolCall,
+)
+from privateshared.agents.guided import (
+    CONSTRAINT_FIELDS,
+    GUIDED_SUFFIX,
+    Guidance,
+    constraint,
+    form_of_server,
+)
+from privateshared.agents.refusals import (
+    CHECK_MESSAGE,
+    endpoint_message,
+    error_parameter,
+    is_refusal,
+    refusal_fix,
+)
+from privateshared.agents.usage import Priced
 
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to a custom base URL when no key is set: local servers ignore it, the client needs one."""
@@ -27,7 +56,7 @@ class PlayerConfigError(ValueError):
     """A player that cannot be built; the message is one line with the fix."""
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(Priced):
     """Which model to call, where, and how."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,7 +67,9 @@ class ModelSpec(BaseModel):
     """OpenAI-compatible endpoint, e.g. http://localhost:8000/v1; None for OpenAI."""
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the key."""
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float | None = Field(default=0.0, ge=0.0)
+    """Sampling temperature of every call; None sends none, for models that take only their
+    provider's default (OpenAI's reasoning models, o-series and GPT-5, refuse any other)."""
     timeout: float = Field(default=60.0, gt=0)
     """Seconds before one call gives up; always finite."""
     max_retries: int = Field(default=3, ge=0, le=10)
@@ -51,9 +82,13 @@ class ModelSpec(BaseModel):
     """The name played under, in records and tables; the model id when None."""
     max_concurrent_calls: int | None = Field(default=None, ge=1)
     """At most this many calls under way at once, across the whole run; None: no cap."""
-    extra_body: dict[str, JsonValue] = {}
+    extra_body: dict[str, JsonValue] = Field(default_factory=dict)
     """Further request parameters, passed to the endpoint as its provider documents them (e.g.
     max_tokens, reasoning_effort, top_p, chat_template_kwargs)."""
+    guided: Guidance | None = None
+    """Hold the answerer's replies to the game's format, in the request fields of this kind of
+    server (agents/guided.py), or `auto`: the form the server names in /v1/models, settled
+    before the run (`settle_guidance`); None plays unguided."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -76,15 +111,30 @@ class ModelSpec(BaseModel):
             )
         return value
 
+    @model_validator(mode="after")
+    def _one_constraint(self) -> ModelSpec:
+        taken = sorted(set(self.extra_body) & CONSTRAINT_FIELDS) if self.guided else []
+        if taken:
+            raise ValueError(
+                f"extra_body sets {taken[0]!r}, which guided decoding sets itself; remove it"
+            )
+        return self
+
     @property
     def played_as(self) -> str:
-        """The name in records and tables."""
-        return self.name or self.model
+        """The name in records and tables; a guided model's is its own condition's."""
+        name = self.name or self.model
+        if self.guided and not name.endswith(GUIDED_SUFFIX):
+            return name + GUIDED_SUFFIX
+        return name
 
     def settings(self) -> dict[str, JsonValue]:
         """What experiment.json records of the model: everything but the key, which the spec
         never holds (only the name of its variable)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        settings = self.model_dump(mode="json", exclude_none=True)
+        if self.temperature is None:  # said, not left out: none is sent, which is not 0
+            settings["temperature"] = None
+        return settings
 
 
 RESERVED_BODY_KEYS = frozenset({"model", "messages", "temperature", "stream", "tools"})
@@ -269,17 +319,31 @@ class ChatModelPlayer:
         return self.spec.played_as
 
     @property
-    def temperature(self) -> float:
+    def temperature(self) -> float | None:
         return self.spec.temperature
 
-    async def respond(self, request: PlayerRequest) -> PlayerReply:
-        messages = [message.to_openai() for message in request.messages]
+    def request_body(
+        self, messages: list[JsonValue], tools: Sequence[JsonValue], kind: RequestKind
+    ) -> dict[str, object]:
+        """The body of a call: the entry's extra_body, then what the game sets (no temperature
+        when the spec has none). The check call before a run sends one like it."""
         body: dict[str, object] = {
             **self.spec.extra_body, "model": self.spec.model, "messages": messages,
-            "temperature": self.spec.temperature, "stream": False,
         }  # fmt: skip
-        if request.tools:
-            body["tools"] = list(request.tools)
+        if self.spec.temperature is not None:
+            body["temperature"] = self.spec.temperature
+        body["stream"] = False
+        if tools:
+            body["tools"] = list(tools)
+        if self.spec.guided == "auto":  # settled before every run; never played unguided
+            raise PlayerConfigError(f"{self.name}: guided decoding's form is not settled yet")
+        if self.spec.guided is not None:
+            body.update(constraint(self.spec.guided, kind))
+        return body
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        messages: list[JsonValue] = [message.to_openai() for message in request.messages]
+        body = self.request_body(messages, request.tools, request.kind)
         client = self._client()
         for tries in itertools.count(1):
             try:
@@ -292,30 +356,98 @@ class ChatModelPlayer:
             except Exception as error:
                 if not is_transient(error) or tries > self.spec.max_retries:
                     # from None: the original error may carry the key a server echoed.
-                    raise self._failure(error, tries) from None
+                    raise self._failure(error, tries, bool(request.tools)) from None
                 await asyncio.sleep(retry_delay(error, tries, self.spec.retry_backoff))
                 continue
             return PlayerReply(text=text, prompt=messages, raw=completion, tool_calls=calls)
         raise AssertionError("unreachable")
 
-    def _failure(self, error: Exception, tries: int) -> PlayerFailure:
-        """The error as error.json will show it, with the key blanked should a server echo it."""
-        message = str(error) or type(error).__name__
+    def _failure(self, error: Exception, tries: int, tools: bool = False) -> PlayerFailure:
+        """The error as error.json will show it, with the key blanked should a server echo it;
+        for a refused request, with the setting to change (agents/refusals.py)."""
+        message = self._blank(str(error) or type(error).__name__)
+        fix = None
+        if isinstance(error, openai.APIStatusError) and is_refusal(error.status_code):
+            fix = refusal_fix(
+                error.status_code, endpoint_message(error.body, message),
+                parameter=error_parameter(error.body), key_variable=self.spec.api_key_env,
+                extra_fields=list(self.spec.extra_body), tools=tools,
+            )  # fmt: skip
+        return PlayerFailure(error_kind(error), message, tries, fix)
+
+    def _blank(self, text: str) -> str:
+        """`text` without the key, should a server echo it."""
         secret = self._key.get_secret_value()
-        if len(secret) >= 8:
-            message = message.replace(secret, "[key]")
-        return PlayerFailure(error_kind(error), message, tries)
+        return text.replace(secret, "[key]") if len(secret) >= 8 else text
 
-    def check(self) -> None:
-        """Fail early, in one line, if the endpoint is unreachable or does not serve the model.
+    def guided_as(self, form: Guidance) -> ChatModelPlayer:
+        """This model held to the game's format in `form` (its own condition, its own name)."""
+        spec = ModelSpec.model_validate({**self.spec.model_dump(), "guided": form})
+        return ChatModelPlayer(spec, self._key)
 
-        Endpoints that cannot list their models are given the benefit of the doubt.
-        """
-        where = self.spec.base_url or "the OpenAI API"
+    def settle_guidance(self) -> ChatModelPlayer:
+        """This player with `guided: auto` settled into the form its server takes, read from
+        /v1/models (`owned_by`), or one line saying that the server cannot be guided."""
+        if self.spec.guided != "auto":
+            return self
+        where = self.spec.base_url or "OpenAI's API"
+        if self.spec.base_url is None:
+            raise PlayerConfigError(
+                f"{self.name}: {where} takes no grammar or regular expression, so it cannot "
+                "hold replies to the game's format; play this model without --guided"
+            )
         client = openai.OpenAI(
             api_key=self._key.get_secret_value(), base_url=self.spec.base_url,
             timeout=min(self.spec.timeout, 15.0), max_retries=0,
         )  # fmt: skip
+        try:
+            owners = {model.id: getattr(model, "owned_by", "") for model in client.models.list()}
+        except openai.APIError as error:
+            raise PlayerConfigError(
+                f"{self.name}: cannot ask {where} what server it is ({type(error).__name__}); "
+                "start it, or name its kind in a registry entry (guided: llama.cpp, vllm, "
+                "vllm-legacy or sglang)"
+            ) from None
+        owner = owners.get(self.spec.model) or next(iter(owners.values()), "")
+        form = form_of_server(str(owner or ""))
+        if form is None:
+            raise PlayerConfigError(
+                f"{self.name}: {where} does not say it is llama.cpp, vLLM or SGLang (its models "
+                f"are owned_by {owner!r}), so it cannot be guided as one; if it takes one of "
+                "their constraints, say which in a registry entry (guided: llama.cpp, vllm, "
+                "vllm-legacy or sglang), else play it without --guided"
+            )
+        return self.guided_as(form)
+
+    def check(self, tools: Sequence[JsonValue] = ()) -> None:
+        """Fail before the first episode, in one line, when the run's calls cannot work: the
+        endpoint is unreachable or does not serve the model (its /v1/models), or it refuses one
+        short chat call sent with the run's own settings (with `tools`: the questioner's call).
+
+        The chat call is billed like any other (a few dozen tokens) and retried as the run's
+        calls are; an endpoint that cannot list its models is given the benefit of the doubt
+        for the listing, never for the call."""
+        where = self.spec.base_url or "the OpenAI API"
+        with openai.OpenAI(
+            api_key=self._key.get_secret_value(), base_url=self.spec.base_url,
+            timeout=self.spec.timeout, max_retries=0,
+        ) as client:  # fmt: skip
+            self._check_served(client.with_options(timeout=min(self.spec.timeout, 15.0)), where)
+            check: list[JsonValue] = [{"role": "user", "content": CHECK_MESSAGE}]
+            body = self.request_body(check, tools, "request" if tools else "question")
+            for tries in itertools.count(1):
+                try:
+                    read_completion(client.post("/chat/completions", body=body, cast_to=bytes))
+                    return
+                except Exception as error:
+                    if not is_transient(error) or tries > self.spec.max_retries:
+                        raise PlayerConfigError(
+                            self._check_failure(error, tries, where, bool(tools))
+                        ) from None
+                    time.sleep(retry_delay(error, tries, self.spec.retry_backoff))
+
+    def _check_served(self, client: openai.OpenAI, where: str) -> None:
+        """Stop when the endpoint cannot be reached, refuses the key or does not list the model."""
         try:
             served = [model.id for model in client.models.list()]
         except openai.APIConnectionError:
@@ -334,3 +466,32 @@ class ChatModelPlayer:
             raise PlayerConfigError(
                 f"unknown model {self.spec.model!r} at {where}; it serves: {shown}"
             )
+
+    def _check_failure(self, error: Exception, tries: int, where: str, tools: bool) -> str:
+        """The line that stops a run whose check call failed: the endpoint's own words, and the
+        setting to change (a refusal) or what to wait for (a failure a later run may get past)."""
+        failure = self._failure(error, tries, tools)
+        seat = " (the questioner's call, with its tools)" if tools else ""
+        if isinstance(error, openai.APIStatusError) and failure.fix is not None:
+            said = endpoint_message(error.body, failure.message)
+            return (
+                f"{self.name}: {where} refused the check call before the run{seat} (HTTP "
+                f"{error.status_code}: {self._blank(said)}); {failure.fix}"
+            )
+        if isinstance(error, openai.APIConnectionError):
+            return (
+                f"{self.name}: the check call to {where} got no answer after {tries} tries "
+                f"({failure.kind}); start the server or fix the base URL (--base-url, or the "
+                "registry entry's base_url), or raise --timeout"
+            )
+        if isinstance(error, openai.APIStatusError):
+            return (
+                f"{self.name}: the check call to {where} failed after {tries} tries (HTTP "
+                f"{error.status_code}: {self._blank(endpoint_message(error.body, failure.message))}"
+                "); the endpoint cannot take calls now: run again once it can"
+            )
+        return (
+            f"{self.name}: {where} did not answer the check call with a chat completion "
+            f"({failure.kind}: {' '.join(failure.message.split())[:200]}); point the run at an "
+            "OpenAI-compatible endpoint"
+        )

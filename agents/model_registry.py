@@ -109,10 +109,16 @@ class _Registry(BaseModel):
     def _names_are_unique(self) -> _Registry:
         seen: set[str] = set()
         for spec in self.models:
-            if spec.played_as in seen:
-                raise ValueError(f"two entries are named {spec.played_as!r}; rename one")
-            seen.add(spec.played_as)
+            if entry_name(spec) in seen:
+                raise ValueError(f"two entries are named {entry_name(spec)!r}; rename one")
+            seen.add(entry_name(spec))
         return self
+
+
+def entry_name(entry: RegistryEntry) -> str:
+    """The name the command line picks an entry by: its `name`, else its model id. Not always
+    the name it plays under: a guided entry plays as its own condition, `NAME-guided`."""
+    return getattr(entry, "name", None) or entry.played_as
 
 
 def _load(path: Path) -> object:
@@ -159,5 +165,5 @@ def read_registry(path: Path) -> dict[str, Entry]:
     for entry in registry.models:
         if isinstance(entry, PlayerEntry):  # a file named from the registry's folder
             entry = entry.model_copy(update={"player": absolute_import_path(entry.player, folder)})
-        named[entry.played_as] = entry
+        named[entry_name(entry)] = entry
     return named

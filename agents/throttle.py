@@ -32,7 +32,7 @@ class ThrottledPlayer:
         return self.inner.name
 
     @property
-    def temperature(self) -> float:
+    def temperature(self) -> float | None:
         return self.inner.temperature
 
     async def respond(self, request: PlayerRequest) -> PlayerReply:

@@ -87,6 +87,7 @@ def call_failure(
             "slot": request.slot,
             "attempt": request.attempt,
         },
+        fix=failure.fix,
     )  # fmt: skip
 
 

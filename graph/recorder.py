@@ -65,6 +65,7 @@ from privateshared.graph.state import (
     QuestionerStep,
     Reply,
 )
+from privateshared.graph.usage import USAGE_FILE, EpisodeUsage
 
 PROBE_VALUES = {"yes": 1, "no": 0}
 
@@ -367,11 +368,13 @@ def write_episode(
     interactions: Interactions,
     calls: list[CallRecord],
     outcome: EpisodeScores | CallFailure,
+    usage: EpisodeUsage | None = None,
 ) -> None:
-    """Write one episode's records. The last file marks the episode done: scores.json when it
-    was played to its end (or aborted), error.json when a call failed for good. Until then,
-    an interrupted write leaves an episode that the next run plays again."""
-    for marker in (SCORES_FILE, ERROR_FILE):
+    """Write one episode's records, and usage.json when its calls reported usage (graph/usage.py).
+    The last file marks the episode done: scores.json when it was played to its end (or
+    aborted), error.json when a call failed for good. Until then, an interrupted write leaves an
+    episode that the next run plays again."""
+    for marker in (SCORES_FILE, ERROR_FILE, USAGE_FILE):  # an earlier try's are stale
         (folder / marker).unlink(missing_ok=True)
     write_json(folder / "instance.json", instance_spec)
     write_text(folder / INTERACTIONS_FILE, interactions_json(interactions))
@@ -379,5 +382,7 @@ def write_episode(
     # writes it several times faster than the indenting one, only writes single lines.
     lines = (json.dumps(call.model_dump(mode="python"), ensure_ascii=False) for call in calls)
     write_text(folder / REQUESTS_FILE, "[\n" + ",\n".join(lines) + "\n]\n")
+    if usage is not None:
+        write_json(folder / USAGE_FILE, usage)
     last = SCORES_FILE if isinstance(outcome, EpisodeScores) else ERROR_FILE
     write_json(folder / last, outcome)

@@ -151,8 +151,8 @@ class EpisodeScores(BaseModel):
 
 class CallFailure(BaseModel):
     """error.json: why an episode could not finish. The infrastructure failed (a model call
-    still failing after its retries), not the model's play: such an episode is neither played
-    nor aborted, and a new run plays it again."""
+    still failing after its retries, or refused), not the model's play: such an episode is
+    neither played nor aborted, and a new run plays it again."""
 
     model_config = _RECORD
 
@@ -169,3 +169,7 @@ class CallFailure(BaseModel):
     """ISO time the last try failed."""
     request: dict[str, JsonValue]
     """What was asked: kind (question or probe), turn or round, slot, attempt."""
+    fix: str | None = None
+    """For a request the endpoint refused (HTTP 400, 401, 403, 404, 422), which playing the
+    episode again gets refused as well: the setting to change. None for a failure a later run
+    may get past (a timeout, a rate limit, a server error)."""

@@ -108,10 +108,13 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
         filled = interactions.filled_slots
         episode_accuracy = accuracy(gold, predicted)
         episode_kappa = kappa(gold, predicted)
-        slot_filling = sum(filled) / len(filled)
+        # A questioner that finishes before asking anything (a person, a model) leaves no
+        # answer to score: the answerer's slot filling, and with it the Main Score, is undefined.
+        slot_filling = sum(filled) / len(filled) if filled else NAN
         success = int(episode_accuracy == 1.0 and slot_filling == 1.0)
         episode = {
-            MIDDLE_ACCURACY: rounds[middle_round(len(interactions.realised_slots))],
+            # NaN when the questioner finished before the middle round
+            MIDDLE_ACCURACY: rounds.get(middle_round(len(interactions.realised_slots)), NAN),
             ACCURACY: episode_accuracy,
             KAPPA: episode_kappa,
             TRUNCATED_KAPPA: truncated_kappa(episode_kappa),

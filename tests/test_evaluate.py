@@ -215,13 +215,15 @@ def test_episodes_csv_keeps_errored_and_unscored_episodes(
     lines = (results / "episodes.csv").read_text().splitlines()
     assert lines[0] == (
         "model,experiment,episode,status,Main Score,Accuracy,Kappa,Slot-Filling-Accuracy,"
-        "Questioner Slot Accuracy,Questioner Task Completion,error kind"
+        "Questioner Slot Accuracy,Questioner Task Completion,error kind,prompt_tokens,"
+        "completion_tokens,cached_tokens,reasoning_tokens,cost_usd"
     )
     assert len(lines) == 1 + 9
     # No questioner scores in these records (as in clembench's): empty fields.
-    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,,," in lines
-    assert f"{ALPHA},{JOBS},episode_1,errored,,,,,,,APITimeoutError" in lines
-    assert f"{ALPHA},{JOBS},episode_2,unscored,,,,,,," in lines
+    # No questioner scores in these records (as in clembench's), no usage: empty fields.
+    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,,,,,,,," in lines
+    assert f"{ALPHA},{JOBS},episode_1,errored,,,,,,,APITimeoutError,,,,," in lines
+    assert f"{ALPHA},{JOBS},episode_2,unscored,,,,,,,,,,,," in lines
 
 
 def test_results_md_and_table_warn_about_missing_episodes(
@@ -568,9 +570,10 @@ def test_questioner_table_and_plot(tmp_path: Path, results: Path) -> None:
         "| all | all | ? | 3 | 0.75 | 0.83 | 0.25 | 0.67 | 0.60 | 0.33 | 2.33 |",
     ]  # beta has no questioner scores: no row; no experiment.json names the questioner: "?"
     episodes = (folder / "episodes.csv").read_text().splitlines()
-    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,1.0,1.0," in episodes
-    assert f"{ALPHA},{TRAVEL},episode_1,aborted,,,,,,0.0," in episodes
-    assert f"{BETA},{TRAVEL},episode_0,played,40.0,0.9,0.8,0.75,,," in episodes
+    # No usage.json here: no tokens, no cost (empty, never 0).
+    assert f"{ALPHA},{TRAVEL},episode_0,played,80.0,0.9,0.8,0.75,1.0,1.0,,,,,," in episodes
+    assert f"{ALPHA},{TRAVEL},episode_1,aborted,,,,,,0.0,,,,,," in episodes
+    assert f"{BETA},{TRAVEL},episode_0,played,40.0,0.9,0.8,0.75,,,,,,,," in episodes
     raw = (folder / "raw.csv").read_text()
     assert f"{ALPHA},{JOBS},episode_0,Questions Asked,4.0" in raw
     # In the terminal, the questioner's table comes first, then the comparisons: the per-model

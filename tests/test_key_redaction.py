@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from privateshared.bench.cli import main
-from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault, past_the_check
 from privateshared.bench.testing.fake_players import default_answerer
 
 KEY = "sk-canary-4be1c0de-9f27-leaks-here"
@@ -41,9 +41,9 @@ def test_a_key_the_endpoint_echoes_leaks_nowhere(
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     results = tmp_path / "records"
     echoing = Fault("status", status, echo_key=True)
-    # Model listings answer (the run's check passes); every chat call fails, echoing the key.
+    # Model listings and the check call answer; every other chat call fails, echoing the key.
     # All 10 episodes at once: the 503s' one-second backoff is waited once, not twice.
-    with FakeOpenAI(default_answerer(), faults=lambda number: echoing) as server:
+    with FakeOpenAI(default_answerer(), faults=past_the_check(lambda n: echoing)) as server:
         code = main(["run", "--model", "fake-model", "--base-url", server.base_url,
                      "--experiment", "travel-booking", "--max-retries", "1", "--concurrency", "10",
                      "--results-dir", str(results)])  # fmt: skip
@@ -65,3 +65,28 @@ def test_a_key_the_endpoint_echoes_leaks_nowhere(
     for failure in failures:
         assert (failure["kind"], failure["tries"]) == (kind, tries)
         assert "Incorrect API key provided: [key]" in failure["message"]
+    if status in (400, 401):  # a refusal names the setting to change; a re-run would not help
+        assert "playing them again gets the same refusal" in err
+        assert "run the same command again" not in err
+
+
+@pytest.mark.parametrize("status", [400, 401])
+def test_a_key_echoed_by_a_refused_check_call_leaks_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+    status: int,
+) -> None:  # fmt: skip
+    """The check call before the run is refused, its error echoing the key: the run stops in
+    one line that gives the endpoint's words with the key blanked, and writes nothing."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    results = tmp_path / "records"
+    echoing = Fault("status", status, echo_key=True)
+    with FakeOpenAI(default_answerer(), faults=lambda number: echoing) as server:
+        code = main(["run", "--model", "fake-model", "--base-url", server.base_url,
+                     "--experiment", "travel-booking", "--results-dir", str(results)])  # fmt: skip
+        assert len(server.requests) == 1
+    out, err = capfd.readouterr()
+    assert code == 2 and err.count("\n") == 1, err
+    assert "refused the check call before the run" in err
+    assert "Incorrect API key provided: [key]" in err
+    assert KEY not in out + err
+    assert not list(results.rglob("episode_*"))

@@ -37,12 +37,13 @@ from privateshared.agents.langchain_player import (
     langchain_spec,
 )
 from privateshared.agents.llm import PlayerConfigError
+from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.agents.registry import resolve_answerer, resolve_questioner
 from privateshared.bench import arun_benchmark
 from privateshared.bench.cli import main
 from privateshared.bench.running.episodes import play_episode
 from privateshared.bench.running.ray_cluster import Recipe
-from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault, past_the_check
 from privateshared.bench.testing.fake_players import answerer_for, default_players
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import graph
@@ -134,7 +135,9 @@ def test_fast_path_and_chat_openai_play_alike(
     fast_requests, langchain_requests = requests[:fast_calls], requests[fast_calls:]
     assert {r["headers"]["authorization"] for r in langchain_requests} == {f"Bearer {SECRET}"}
     assert all("x-stainless-lang" in r["headers"] for r in langchain_requests)
-    assert not any("x-stainless-lang" in r["headers"] for r in fast_requests)
+    # (The check call before the run goes through the SDK's synchronous client.)
+    played = [r for r in fast_requests if r["body"]["messages"][0]["content"] != CHECK_MESSAGE]
+    assert played and not any("x-stainless-lang" in r["headers"] for r in played)
 
     ours = episodes(fast, "fake-model-t0.0--fake-model-t0.0")
     theirs = episodes(langchain, "lc-model-t0.0--lc-model-t0.0")
@@ -153,6 +156,12 @@ def test_fast_path_and_chat_openai_play_alike(
         assert raw["type"] == "ai" and raw["response_metadata"]["model_name"] == "fake-model"
         assert raw["response_metadata"]["id"].startswith("chatcmpl-fake-")
         assert raw["usage_metadata"]["total_tokens"] > 0
+        # The same tokens either way, read from `usage` or from `usage_metadata`.
+        used = {seat: {k: v for k, v in counts.items() if k != "model"}
+                for seat, counts in read(folder / "usage.json").items()}  # fmt: skip
+        assert used == {seat: {k: v for k, v in counts.items() if k != "model"}
+                        for seat, counts in read(other / "usage.json").items()}, where  # fmt: skip
+        assert set(used) == {"answerer", "questioner", "judge"}
     # experiment.json records the entry, its key's variable and never the key.
     settings = read(next((langchain / "lc-model-t0.0--lc-model-t0.0").rglob("experiment.json")))
     assert settings["settings"]["answerer"]["provider"] == "openai"
@@ -402,7 +411,8 @@ async def test_a_server_error_fails_after_the_clients_retries(instance: GameInst
 
 def test_a_timeout_errors_the_episodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     instances = _instances("travel-booking")
-    with FakeOpenAI(answerer_for(*instances), delay=3.0) as server:
+    hang = past_the_check(lambda number: Fault("hang"))  # the check call is answered
+    with FakeOpenAI(answerer_for(*instances), faults=hang) as server:
         registry = tmp_path / "models.yaml"
         registry.write_text(
             "models:\n"

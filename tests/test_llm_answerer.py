@@ -19,10 +19,11 @@ import openai
 import pytest
 
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec
+from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.agents.registry import resolve_answerer
 from privateshared.bench.cli import main
 from privateshared.bench.running.episodes import play_episode, save_episode
-from privateshared.bench.testing.fake_endpoint import FakeOpenAI
+from privateshared.bench.testing.fake_endpoint import FakeOpenAI, Fault, past_the_check
 from privateshared.bench.testing.fake_players import answerer_for
 from privateshared.domains.instances import GameInstance, default_instance
 from privateshared.graph.builder import graph
@@ -228,12 +229,14 @@ def test_cli_run_against_fake_endpoint(tmp_path: Path, capsys: pytest.CaptureFix
     recorded = 0
     for episode in episodes:
         assert sorted(path.name for path in episode.iterdir()) == sorted(
-            [*EPISODE_FILES, "transcript.html"]
+            [*EPISODE_FILES, "transcript.html", "usage.json"]
         )
         assert read_json(episode / "scores.json")["episode scores"][MAIN_SCORE] == 100
         recorded += len(read_json(episode / "requests.json"))
-    # Every call the server answered is in some episode's requests.json, and nothing else is.
-    assert recorded == len(server.requests)
+    # Every call the server answered is in some episode's requests.json, and nothing else is
+    # but the check call before the first episode.
+    assert recorded + 1 == len(server.requests)
+    assert server.requests[0]["body"]["messages"] == [{"role": "user", "content": CHECK_MESSAGE}]
     assert check_probes_stay_private(server.requests) > 0
     assert_secret_absent(tmp_path)
 
@@ -271,7 +274,9 @@ def test_cli_model_timeout_errors_the_episodes(
     instances = played_instances("travel-booking")
     # Should --timeout be lost on the way, every call would wait out the delay and the run would
     # take minutes: the deadline turns that into a quick failure.
-    with FakeOpenAI(answerer_for(*instances), delay=3.0) as server, deadline(10.0):
+    # The check call is answered; every call after it hangs.
+    hang = past_the_check(lambda number: Fault("hang"))
+    with FakeOpenAI(answerer_for(*instances), faults=hang) as server, deadline(10.0):
         code = main(
             ["run", "--model", "fake-model", "--base-url", server.base_url,
              "--results-dir", str(results), "--experiment", "travel-booking",
@@ -282,7 +287,7 @@ def test_cli_model_timeout_errors_the_episodes(
     assert "10 episodes errored" in line and "APITimeoutError" in line, line
     # Round 0 of every episode probes every slot at once, and --max-retries 0 sends each probe
     # once: a retry would show up here as an extra request.
-    assert len(server.requests) == sum(len(instance.probes[0]) for instance in instances)
+    assert len(server.requests) == 1 + sum(len(instance.probes[0]) for instance in instances)
     # No episode may look finished; each says why it is not.
     assert list(results.rglob("scores.json")) == []
     failures = [read_json(path) for path in results.rglob("error.json")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,12 +21,13 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from privateshared.agents.guided import ANSWER_REGEX, PROBE_REGEX
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
 from privateshared.bench.cli import main
 from privateshared.bench.running import local_model
 from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.bench.running.local_model import LocalModelError, LocalServer, locate
-from privateshared.domains.instances import default_instance
+from privateshared.domains.instances import default_instance, default_instances_path
 from privateshared.graph.context import GameContext
 from tests.conftest import hear_ctrl_c
 
@@ -185,3 +187,73 @@ def test_killed_run_takes_its_server_along(
     os.kill(run.pid, signal.SIGKILL)  # no clean-up code runs: the kernel's parent-death signal
     run.wait(timeout=30)
     assert wait_until_gone(server), "the llama.cpp server outlived the killed run"
+
+
+GUIDED_EPISODES = 3
+"""travel-booking's first instances: every probe of every round is a call (five slots, six
+rounds), some 35 calls an episode at about 0.3 s on 2 cores."""
+
+
+@pytest.fixture(scope="module")
+def smollm2_both_ways(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2 on the same instances unguided (as clembench plays it), then guided, in one
+    results folder, through the command line."""
+    folder = tmp_path_factory.mktemp("guided")
+    shipped = json.loads(default_instances_path().read_text())
+    travel = next(e for e in shipped["experiments"] if e["name"] == "travel-booking")
+    travel["game_instances"] = travel["game_instances"][:GUIDED_EPISODES]
+    instances = folder / "instances.json"
+    instances.write_text(json.dumps({"experiments": [travel]}))
+    results = folder / "records"
+    for guided in ([], ["--guided"]):
+        code = main(["run", "--model", "smollm2", *guided, "--instances", str(instances),
+                     "--results-dir", str(results)])  # fmt: skip
+        assert code == 0
+    return results
+
+
+def answerer_replies(folder: Path) -> list[tuple[str, str]]:
+    """(kind, reply) of every call of an episode: a probe's last message starts with `ME:`."""
+    calls = json.loads((folder / "requests.json").read_text())
+    return [
+        ("probe" if call["manipulated_prompt_obj"][-1]["content"].startswith("ME:") else "answer",
+         call["raw_response_obj"]["choices"][0]["message"]["content"])
+        for call in calls
+    ]  # fmt: skip
+
+
+@needs_model
+def test_smollm2_guided_plays_every_episode_in_the_game_s_format(smollm2_both_ways: Path) -> None:
+    guided = sorted((smollm2_both_ways / "smollm2-guided-t0.0--smollm2-guided-t0.0").rglob(
+        "episode_*"))  # fmt: skip
+    assert len(guided) == GUIDED_EPISODES
+    for folder in guided:
+        scores = json.loads((folder / "scores.json").read_text())["episode scores"]
+        assert scores["Aborted"] == 0, folder  # played: never aborted for its format
+        replies = answerer_replies(folder)
+        assert len(replies) == 5 + 6 * 5  # five answers, every probe of six rounds at once
+        for kind, reply in replies:
+            assert re.fullmatch(PROBE_REGEX if kind == "probe" else ANSWER_REGEX, reply), reply
+        # What the model chose is its own: its Main Score is whatever it earned.
+        assert 0 <= scores["Main Score"] <= 100
+    # experiment.json records the constraint of the guided condition only.
+    recorded = {path.parts[-4]: json.loads(path.read_text())["settings"]["answerer"].get("guided")
+                for path in smollm2_both_ways.rglob("experiment.json")}  # fmt: skip
+    assert recorded == {"smollm2-guided-t0.0--smollm2-guided-t0.0": "llama.cpp",
+                        "smollm2-t0.0--smollm2-t0.0": None}  # fmt: skip
+
+
+@needs_model
+def test_smollm2_unguided_aborts_the_same_episodes_for_its_format(smollm2_both_ways: Path) -> None:
+    plain = sorted((smollm2_both_ways / "smollm2-t0.0--smollm2-t0.0").rglob("episode_*"))
+    assert len(plain) == GUIDED_EPISODES
+    for folder in plain:
+        scores = json.loads((folder / "scores.json").read_text())["episode scores"]
+        assert scores["Aborted"] == 1, folder
+        # It broke the format: some reply of round 0 is not `ASIDE: yes` or `ASIDE: no`.
+        replies = [reply for kind, reply in answerer_replies(folder) if kind == "probe"]
+        assert any(not re.fullmatch(PROBE_REGEX, reply) for reply in replies)
+    markdown = (smollm2_both_ways / "results.md").read_text()
+    section = markdown[markdown.index("## Format and scorekeeping") :].split("\n## ")[0]
+    assert "| smollm2-t0.0--smollm2-t0.0 | unguided |" in section
+    assert "| smollm2-guided-t0.0--smollm2-guided-t0.0 | guided |" in section

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.bench.cli import main
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import asked_slot, perfect_questioner, probed_slot
@@ -45,6 +46,8 @@ def ask_order(instance: GameInstance, questioner: str) -> list[str]:
 
 def scripted_answerer(questioner: str) -> Any:
     def reply(messages: list[dict[str, Any]]) -> str:
+        if messages[0]["content"] == CHECK_MESSAGE:  # the check call before the run
+            return "OK"
         instance = next(i for i in (LETTERS, THINGS) if i.initial_prompt == messages[0]["content"])
         order = ask_order(instance, questioner)
         *earlier, last = messages

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.bench.cli import main
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import default_players
@@ -49,7 +50,8 @@ def digests(results: Path) -> dict[str, str]:
 def episode_switches(requests: list[dict[str, Any]]) -> int:
     """How often a call, in the order the endpoint received them, belongs to another episode
     than the call before it (an episode is known by its first message, its instance's prompt)."""
-    episodes = [request["body"]["messages"][0]["content"] for request in requests]
+    episodes = [request["body"]["messages"][0]["content"] for request in requests
+                if request["body"]["messages"][0]["content"] != CHECK_MESSAGE]  # fmt: skip
     return sum(1 for before, after in itertools.pairwise(episodes) if before != after)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from privateshared.agents.llm import ChatModelPlayer
+from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.bench.cli import main
 from privateshared.bench.cli import run as cli_run
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
@@ -69,7 +70,9 @@ def test_records_are_those_of_a_local_run(cluster: None, tmp_path: Path) -> None
     with FakeOpenAI(default_players()) as server:
         assert main(["run", *PLAYERS, "--base-url", server.base_url, "--ray", "auto",
                      "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
-        assert len({r["body"]["messages"][0]["content"] for r in server.requests}) == 3
+        # The three missing episodes' calls, after the driver's check call.
+        assert len({r["body"]["messages"][0]["content"] for r in server.requests[1:]}) == 3
+        assert server.requests[0]["body"]["messages"][0]["content"] == CHECK_MESSAGE
     assert digests(tmp_path / "r") == local
 
 
@@ -137,7 +140,7 @@ def test_a_worker_without_the_key_stops_the_run_in_one_line(
     The key is set here after the cluster started, so the driver has it and the workers do not
     (the raylet started them with the environment of that moment)."""
     monkeypatch.setenv("DRIVER_ONLY_KEY", "sk-driver-only-123")
-    monkeypatch.setattr(ChatModelPlayer, "check", lambda self: None)  # no call to OpenAI
+    monkeypatch.setattr(ChatModelPlayer, "check", lambda self, tools=(): None)  # no call
     registry = tmp_path / "models.json"
     registry.write_text(
         '{"models": [{"name": "remote", "model": "gpt-4o", "api_key_env": "DRIVER_ONLY_KEY"}]}'
@@ -178,8 +181,12 @@ def test_a_langchain_entry_is_built_again_on_each_worker(
         assert main(["run", "--models", str(registry), "--model", "lc", "--questioner", "lc",
                      "--experiment", "travel-booking", "--ray", "auto",
                      "--results-dir", str(tmp_path / "r")]) == 0  # fmt: skip
-        keys = {request["headers"]["authorization"] for request in server.requests}
+        # The driver makes the check calls with its key; the workers play with their own.
+        checks = [r for r in server.requests
+                  if r["body"]["messages"][0]["content"] == CHECK_MESSAGE]  # fmt: skip
+        keys = {r["headers"]["authorization"] for r in server.requests if r not in checks}
     assert keys == {f"Bearer {WORKER_KEY}"}
+    assert {r["headers"]["authorization"] for r in checks} == {"Bearer sk-driver-0123456789"}
     scores = [json.loads(path.read_text())["episode scores"]["Main Score"]
               for path in (tmp_path / "r").rglob("scores.json")]  # fmt: skip
     assert scores == [100] * 10

@@ -167,6 +167,11 @@ NOT_RUN: dict[str, str] = {
     "privateshared run --model oracle --questioner langchain:ollama:llama3.1:8b": (
         "needs the user's Ollama server and langchain-ollama"
     ),
+    "privateshared run --models models.yaml --model o3 --model gpt-4o --dry-run --budget 25": (
+        "needs the user's models.yaml and OPENAI_API_KEY set (no call is made); its output is "
+        "pasted from a run with both, and tests/test_usage.py runs a dry run"
+    ),
+    "privateshared run --models models.yaml --model o3 --model gpt-4o --budget 25": _OPENAI_KEY,
     "ray start --head --port 6379": _RAY,
     "ray start --address HEAD_IP:6379": _RAY,
     "privateshared run --ray auto --models models.yaml --model gpt-4o --model qwen2.5-7b "

@@ -7,6 +7,11 @@ import random
 
 import pytest
 
+from privateshared.agents.base import PlayerReply, PlayerRequest, ToolCall
+from privateshared.agents.baselines import OracleAnswerer
+from privateshared.bench.running.episodes import play_episode
+from privateshared.domains.instances import default_instance
+from privateshared.graph.context import GameContext
 from privateshared.graph.records import Interactions, ProbeEntry
 from privateshared.graph.scoring import (
     accuracy,
@@ -162,3 +167,31 @@ def test_kappa_agrees_with_scikit_learn() -> None:
         theirs = float(cohen_kappa_score(gold, predicted))
         ours = kappa(gold, predicted)
         assert ours == theirs or (math.isnan(ours) and math.isnan(theirs)), (gold, predicted)
+
+
+class _Quitter:
+    """A questioner that finishes at once, as a person may: `finish` before any question."""
+
+    name = "quitter"
+    temperature = 0.0
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        finish = ToolCall(id="call-0", name="finish", arguments={})
+        return PlayerReply(text="", prompt=None, raw=None, tool_calls=(finish,))
+
+
+@pytest.mark.parametrize("instance_id", [0])
+async def test_a_questioner_that_asks_nothing_leaves_the_main_score_undefined(
+    instance_id: int,
+) -> None:
+    """No answer was asked for: the answerer's slot filling, the middle round and the Main
+    Score are undefined (NaN, left out of the Quality Score), and the episode is still scored."""
+    instance = default_instance("travel-booking", instance_id)
+    state = await play_episode(instance, GameContext(answerer=OracleAnswerer(),
+                                                     questioner=_Quitter()))  # fmt: skip
+    scores = state.scores
+    assert scores is not None
+    episode = scores.episode_scores
+    assert episode["Aborted"] == 0 and episode["Accuracy"] == 1.0  # round 0, all private
+    assert all(math.isnan(episode[name]) for name in
+               ("Slot-Filling-Accuracy", "Main Score", "Middle-Accuracy"))  # fmt: skip

@@ -8,6 +8,7 @@ does not say it already).
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from privateshared.agents.registry import HUMAN, PROGRAMMATIC_ANSWERERS
@@ -26,7 +27,7 @@ class _HelpWithDefaults(argparse.HelpFormatter):
         text = action.help or ""
         # Identity, not equality: a default of 0.0 (the temperature) equals False.
         if (
-            "default" in text
+            re.search(r"\(default\b|\bdefault:", text)
             or any(action.default is nothing for nothing in (None, False, argparse.SUPPRESS))
             or action.nargs == 0
         ):
@@ -42,6 +43,28 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
+def _temperature(text: str) -> float | None:
+    """A number, or `default` (None: none is sent), for argparse; a model's settings check the
+    range, in the one line every bad setting gets."""
+    if text == "default":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor default") from None
+
+
+def _dollars(text: str) -> float:
+    """An amount of US dollars above 0, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of US dollars above 0")
     return value
 
 
@@ -75,8 +98,13 @@ def _model_options(command: argparse.ArgumentParser, roles: str) -> None:
         "provider's own variable, e.g. ANTHROPIC_API_KEY, unless another is named here)",
     )  # fmt: skip
     command.add_argument(
-        "--temperature", type=float, default=0.0, help="sampling temperature of every model call"
-    )
+        "--temperature", type=_temperature, default=0.0, metavar="T",
+        help="sampling temperature of every model call, or `default` to "
+        "send none, so that each "
+        "model samples at its provider's default (OpenAI's reasoning models, o-series and "
+        "GPT-5, refuse any other; a registry entry says it with temperature: null); folders "
+        "then read NAME-tdefault",
+    )  # fmt: skip
     command.add_argument(
         "--timeout", type=float, default=60.0, metavar="SECONDS", help="seconds per model call"
     )
@@ -164,6 +192,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--rerun", action="store_true",
         help="play episodes again even when their records are complete",
     )  # fmt: skip
+    run.add_argument(
+        "--budget", type=_dollars, metavar="USD",
+        help="stop starting episodes once what this command's episodes cost (those an earlier "
+        "run played included) plus the estimate of those under way would pass USD; episodes "
+        "under way finish. Needs every model's price (a registry entry's price:); a registry's "
+        "max_cost caps one model the same way. A budgeted run plays in this process (no "
+        "--workers, no --ray); the same command with a larger budget plays only what is left",
+    )  # fmt: skip
+    run.add_argument(
+        "--dry-run", action="store_true",
+        help="print the plan and stop: per model the episodes left to play, their calls, and "
+        "the tokens and cost (with a price) estimated from the instances' lengths; no model is "
+        "called, no file written",
+    )  # fmt: skip
     _instances_options(run)
     _domains_option(
         run, "its domains are known besides the shipped ones, installed packages' and "
@@ -182,8 +224,18 @@ def build_parser() -> argparse.ArgumentParser:
         "its address, e.g. ray://head:10001 (needs the ray extra)",
     )  # fmt: skip
     run.add_argument(
+        "--guided", action="store_true",
+        help="hold every model answerer's replies to the game's format (ASIDE: yes/no, one "
+        "ANSWER: line) by its server's grammar or regular expression, so that what is left is "
+        "its scorekeeping: llama.cpp, vLLM and SGLang servers (found out from /v1/models, or "
+        "named by a registry entry's guided:); played and named as its own condition, "
+        "NAME-guided",
+    )  # fmt: skip
+    run.add_argument(
         "--sequential-probes", action="store_true",
-        help="probe one slot at a time and stop at the first failure, as clembench does",
+        help="probe one slot at a time and stop at the first failure, as clembench does; "
+        "always so for a model this run serves (smollm2, local:PATH), whose server answers one "
+        "call at a time",
     )  # fmt: skip
 
     play = _command(

@@ -13,12 +13,22 @@ import contextlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from privateshared.bench.cli.dry_run import dry_run
 from privateshared.bench.cli.report import report
 from privateshared.bench.cli.usage import UsageError, check_writable
 from privateshared.bench.running.benchmark import ExperimentError, select_experiments
+from privateshared.bench.running.budget import (
+    BudgetedRun,
+    budgeted_run,
+    instance_estimates,
+    is_budgeted,
+    stop_lines,
+)
 from privateshared.bench.running.cast import DEFAULT_MAX_SLOTS, Cast, cast_players, named_models
 from privateshared.bench.running.episodes import Finished, record_episode, run_episodes
+from privateshared.bench.running.layout import model_spec_of
 from privateshared.bench.running.local_model import LocalServer, is_local_model, locate
 from privateshared.bench.running.plan import (
     Episode,
@@ -27,6 +37,7 @@ from privateshared.bench.running.plan import (
     plan_episodes,
     write_experiment_files,
 )
+from privateshared.bench.running.preflight import check_models
 from privateshared.bench.running.progress import ProgressBar
 from privateshared.bench.running.ray_cluster import connect, play_on_ray
 from privateshared.bench.running.workers import OnFinished, default_workers, play_in_workers
@@ -54,6 +65,16 @@ def run_command(args: argparse.Namespace) -> int:
         if is_local_model(name) and name not in args.registry
     }
     cast_players(args, {})  # every other name is checked before a server starts
+    if args.dry_run:  # before any server starts, any file is written
+        return dry_run(args, experiments, local)
+    capped = [name for name in named_models(args)
+              if getattr(args.registry.get(name), "max_cost", None) is not None]  # fmt: skip
+    if (args.budget is not None or capped) and (args.ray is not None or (args.workers or 1) > 1):
+        what = "--budget" if args.budget is not None else f"{capped[0]}'s max_cost"
+        raise UsageError(
+            f"{what} is kept by this process, so a budgeted run plays here: leave out --ray "
+            "and --workers"
+        )
     check_writable(args.results_dir)
     with contextlib.ExitStack() as stack:
         servers = {
@@ -67,30 +88,93 @@ def run_command(args: argparse.Namespace) -> int:
         # A model served here (llama.cpp) answers one call at a time and needs the cores:
         # more processes feeding it only take CPU from it.
         workers = args.workers or (1 if servers else default_workers())
-        planned, finished = play(args, experiments, cast, workers)
-    report(args.results_dir, this_run=planned)
-    errors = Counter(result.error.kind for result in finished if result.error is not None)
-    if errors:
-        kinds = ", ".join(f"{kind} x{count}" for kind, count in errors.most_common())
-        print(
-            f"privateshared: {errors.total()} episodes errored, their model calls failing after "
-            f"every retry ({kinds}; see error.json in their folders); run the same command "
-            "again to play them",
-            file=sys.stderr,
+        # Probing a round's slots at once gains nothing from a server that answers one call at
+        # a time, and a round its model fails costs five times the calls: one by one, as
+        # clembench probes (a played episode's scores are the same either way).
+        one_by_one = args.sequential_probes or bool(servers)
+        served_here = {server.base_url for server in servers.values()}
+        played = play(args, experiments, cast, workers, one_by_one, served_here)
+    if played.finished or len(played.pending) < played.planned:
+        report(args.results_dir, this_run=played.planned)
+    # else a budget let no episode start: there is nothing to report yet
+    if played.budget is not None and played.budget.budget.stopped:
+        for line in stop_lines(played.budget.budget, played.left()):
+            print(f"privateshared: {line}", file=sys.stderr)
+    lines = error_lines(played.finished)
+    for line in lines:
+        print(f"privateshared: {line}", file=sys.stderr)
+    return 1 if lines else 0
+
+
+def error_lines(finished: Sequence[Finished]) -> list[str]:
+    """What the run says about its errored episodes: those a refusal ended (a re-run gets
+    the same refusal: the setting to change), and those whose calls kept failing (a re-run
+    plays them again)."""
+    failures = [result.error for result in finished if result.error is not None]
+    refused = [failure for failure in failures if failure.fix is not None]
+    failed = Counter(failure.kind for failure in failures if failure.fix is None)
+    lines = []
+    if refused:
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in Counter(f.kind for f in refused).items())
+        said = " ".join(refused[0].message.split())
+        said = said if len(said) <= 300 else said[:297] + "..."
+        lines.append(
+            f"{len(refused)} episodes errored because the endpoint refused their requests "
+            f"({kinds}: {said}); playing them again gets the same refusal: {refused[0].fix}"
         )
-        return 1
-    return 0
+    if failed:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in failed.most_common())
+        lines.append(
+            f"{failed.total()} episodes errored, their model calls failing after every retry "
+            f"({kinds}; see error.json in their folders); run the same command again to play "
+            "them"
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class Played:
+    """What `play` did."""
+
+    planned: int
+    """The run's episodes, those already done included."""
+    pending: Sequence[Episode]
+    """Those it set out to play."""
+    finished: list[Finished]
+    """Those it played."""
+    budget: BudgetedRun | None = None
+    """Its budget, when it has one."""
+
+    def left(self) -> list[float]:
+        """The estimated cost of each episode it did not start (its budget stopped them)."""
+        played = {result.episode.folder for result in self.finished}
+        if self.budget is None:
+            return []
+        return [sum(self.budget.estimate(e).values())
+                for e in self.pending if e.folder not in played]  # fmt: skip
 
 
 def play(
-    args: argparse.Namespace, experiments: Playable, cast: Cast, workers: int
-) -> tuple[int, list[Finished]]:
+    args: argparse.Namespace,
+    experiments: Playable,
+    cast: Cast,
+    workers: int,
+    one_by_one: bool = False,
+    served_here: frozenset[str] | set[str] = frozenset(),
+) -> Played:
     """Check the endpoints, then play every pending episode with a progress bar, in worker
-    processes when there are cores for them; return how many episodes the run has (done ones
-    included) and the ones played."""
+    processes when there are cores for them, probing `one_by_one` if so, and the episodes of
+    each server `served_here` (base URLs) one after another, within the run's budget if it
+    has one."""
+    cast = cast.settled()  # before any call: a server that cannot be guided stops the run here
     models = cast.models()
-    for model in models:
-        model.check()  # one call per model, before any episode starts
+    one_at_a_time = {
+        answerer.name: spec.base_url
+        for answerer in cast.answerers
+        if (spec := model_spec_of(answerer)) is not None
+        and spec.base_url
+        and spec.base_url in served_here
+    }
     # A cap on calls per model holds across workers: each gets its share of it.
     workers = max(1, min([workers, args.concurrency, *cast.caps(args.max_concurrent_calls)]))
     cast = cast.throttled(args.max_concurrent_calls, shares=workers)
@@ -100,6 +184,18 @@ def play(
         max_slots=DEFAULT_MAX_SLOTS if default_run else None,
     )  # fmt: skip
     pending = [episode for episode in planned if args.rerun or not is_done(episode.folder)]
+    if pending:  # one call per model and seat with the run's settings, before any episode
+        answerers = list({id(e.answerer): e.answerer for e in pending}.values())
+        check_models(answerers, cast.questioner, cast.judge, pending[0].instance)
+    budget = None
+    if is_budgeted(args.budget, [*cast.answerers, cast.questioner, cast.judge]):
+        judged = cast.judge is not None
+        estimates = asyncio.run(instance_estimates(planned, judged))
+        try:
+            budget = budgeted_run(args.budget, planned, pending, cast.questioner, cast.judge,
+                                  estimates)  # fmt: skip
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     if not pending:
         print(f"all {len(planned)} episodes of this run are already done; nothing to play "
               "(--rerun plays them all again)")  # fmt: skip
@@ -108,16 +204,18 @@ def play(
               f"playing the other {len(pending)} (--rerun plays them all again)")  # fmt: skip
     sweep_leftovers(args.results_dir)
     write_experiment_files(pending, cast.questioner, args.results_dir, cast.judge)
-    workers = min(workers, max(len(pending), 1))
+    # A budget is kept in this process: its episodes are played here.
+    workers = 1 if budget is not None else min(workers, max(len(pending), 1))
     concurrency = -(-args.concurrency // workers)
+    admit = budget.admit if budget is not None else lambda episode: True
 
     def play_share(episodes: Sequence[Episode], on_finished: OnFinished) -> list[Finished]:
         async def play_and_close() -> list[Finished]:
             try:
                 return await run_episodes(
                     episodes, cast.questioner, args.results_dir, concurrency=concurrency,
-                    sequential_probes=args.sequential_probes, judge=cast.judge,
-                    on_finished=on_finished,
+                    sequential_probes=one_by_one, judge=cast.judge,
+                    on_finished=on_finished, one_at_a_time=one_at_a_time, admit=admit,
                 )  # fmt: skip
             finally:
                 for model in models:
@@ -126,18 +224,25 @@ def play(
         return asyncio.run(play_and_close())
 
     progress = ProgressBar(len(pending))
+
+    def finish(finished: Finished) -> None:
+        if budget is not None:
+            budget.finish(finished.episode, finished.usage)
+        progress(finished)
+
     try:
         if args.ray is not None:
-            return len(planned), play_on_ray(
+            return Played(len(planned), pending, play_on_ray(
                 connect(args.ray), pending, cast, args.max_concurrent_calls,
-                args.sequential_probes, args.concurrency,
+                one_by_one, args.concurrency,
                 lambda episode, state: record_episode(episode, state, GameContext(
                     answerer=episode.answerer, questioner=cast.questioner, judge=cast.judge,
                 ), args.results_dir),
                 progress,
-            )  # fmt: skip
+            ))  # fmt: skip
         if workers == 1:
-            return len(planned), play_share(pending, progress)
-        return len(planned), play_in_workers(pending, play_share, workers, on_finished=progress)
+            return Played(len(planned), pending, play_share(pending, finish), budget)
+        shared = play_in_workers(pending, play_share, workers, on_finished=progress)
+        return Played(len(planned), pending, shared)
     finally:
         progress.close()

@@ -10,7 +10,8 @@ same on a run that just ended, an old one, or published clembench records.
   paired, on `statistics.py`'s intervals, tests and Holm's correction (pure, seeded).
 - `results.py`: the result files (results.md, results.json, episodes.csv, clembench's raw.csv
   and results.csv) and the terminal table; `comparisons.py` lays out the paired comparisons
-  there, in the cells of `cells.py`; `plots.py` draws the SVG plots.
+  there, `costs.py` the tokens and cost, `conditions.py` a model guided beside unguided, all in
+  the cells of `cells.py`; `plots.py` draws the SVG plots.
 - `transcripts/`: a self-contained HTML page per episode and an index.
 - `rescore.py`: scores.json recomputed from interactions.json.
 """

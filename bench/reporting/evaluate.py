@@ -27,8 +27,9 @@ from functools import cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, computed_field
 
+from privateshared.agents.usage import Price, Usage, total_usage
 from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES, SEED, mean_interval
 from privateshared.bench.reporting.uncertainty import (
     Comparison,
@@ -66,6 +67,7 @@ from privateshared.graph.records import (
     EpisodeScores,
     ScoreValue,
 )
+from privateshared.graph.usage import USAGE_FILE, EpisodeUsage, Seat, SeatUsage
 
 EpisodeStatus = Literal["played", "aborted", "errored", "unscored"]
 
@@ -111,10 +113,52 @@ class EpisodeRecord(BaseModel):
     """Who asked (`programmatic` or a model), from experiment.json; empty when not recorded."""
     benchmark: Benchmark = "classic"
     """The benchmark the experiment belongs to, from experiment.json, else from its name."""
+    guided: str | None = None
+    """The form the answerer's replies were held to (agents/guided.py), from experiment.json;
+    None when they were not."""
+
+    usage: dict[Seat, SeatUsage] = {}
+    """The tokens each seat's calls used (its usage.json), errored episodes' too: their calls
+    were made. Empty when no call reported usage (programs, or a server that reports none)."""
+    cost_usd: float | None = None
+    """What those tokens cost at the prices experiment.json records for each seat's model (US
+    dollars); None without usage, or when a seat that used tokens has no price."""
 
     def score(self, name: str) -> float:
         """Return the episode score `name`, NaN when the episode has no such score."""
         return NAN if self.scores is None else float(self.scores.get(name, NAN))
+
+    def tokens(self) -> Usage | None:
+        """The tokens of every seat together; None when no call reported usage."""
+        return total_usage(self.usage.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def prompt_tokens(self) -> int | None:
+        """Over every seat; None when no call reported usage."""
+        used = self.tokens()
+        return None if used is None else used.prompt_tokens
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def completion_tokens(self) -> int | None:
+        """Over every seat, reasoning tokens included; None when no call reported usage."""
+        used = self.tokens()
+        return None if used is None else used.completion_tokens
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cached_tokens(self) -> int | None:
+        """The part of the prompt tokens read from a cache; None where none was reported."""
+        used = self.tokens()
+        return None if used is None else used.cached_tokens
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reasoning_tokens(self) -> int | None:
+        """The part of the completion tokens spent reasoning; None where none was reported."""
+        used = self.tokens()
+        return None if used is None else used.reasoning_tokens
 
 
 class Aggregate(BaseModel):
@@ -183,6 +227,18 @@ class Aggregate(BaseModel):
     """Mean questions per episode."""
     questioner_judge_score: float
     """Mean of the episodes' mean judge ratings (1 to 5); NaN without a judge."""
+    # Tokens and cost, summed over every episode (errored ones too: their calls were made).
+    prompt_tokens: int | None = None
+    """None when no episode's calls reported usage."""
+    completion_tokens: int | None = None
+    """Reasoning tokens included; None when no episode's calls reported usage."""
+    cached_tokens: int | None = None
+    """The part of the prompt tokens read from a cache; None where none was reported."""
+    reasoning_tokens: int | None = None
+    """The part of the completion tokens spent reasoning; None where none was reported."""
+    cost_usd: float | None = None
+    """US dollars, at the prices experiment.json records; None when no episode reported usage or
+    one that did has no price (never part of a cost)."""
 
 
 class RoundMean(BaseModel):
@@ -379,6 +435,59 @@ def _benchmark(path: Path, experiment: str) -> Benchmark:
     return next((known for known in BENCHMARKS if known == named), benchmark_of_name(experiment))
 
 
+def _guided(path: Path) -> str | None:
+    """The constraint an experiment folder's experiment.json records for the answerer."""
+    settings = _experiment_file(path).get("settings")
+    answerer = settings.get("answerer") if isinstance(settings, dict) else None
+    form = answerer.get("guided") if isinstance(answerer, dict) else None
+    return form if isinstance(form, str) else None
+
+
+def _prices(path: Path) -> dict[Seat, Price]:
+    """The price of each seat's model an experiment folder's experiment.json records."""
+    settings = _experiment_file(path).get("settings")
+    prices: dict[Seat, Price] = {}
+    for seat in ("answerer", "questioner", "judge"):
+        spec = settings.get(seat) if isinstance(settings, dict) else None
+        price = spec.get("price") if isinstance(spec, dict) else None
+        if price is not None:
+            try:
+                prices[seat] = Price.model_validate(price)
+            except ValidationError:
+                raise ResultsError(
+                    f"{path}: settings.{seat}.price is not a price; fix it as a registry entry's "
+                    "(price: {input: ..., output: ...})"
+                ) from None
+    return prices
+
+
+def _usage(folder: Path) -> dict[Seat, SeatUsage]:
+    """An episode's usage.json by seat; empty when it has none."""
+    path = folder / USAGE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ResultsError(f"{path}: cannot read it ({error.strerror}); check it") from None
+    try:
+        return EpisodeUsage.model_validate_json(text).root
+    except ValidationError as error:
+        where = ".".join(str(part) for part in error.errors()[0]["loc"]) or "top level"
+        raise ResultsError(
+            f"{path}: {where}: {error.errors()[0]['msg']}; delete it, or play the episode again "
+            "(--rerun)"
+        ) from None
+
+
+def episode_cost(usage: Mapping[Seat, Usage], prices: Mapping[Seat, Price]) -> float | None:
+    """What an episode's calls cost, seat by seat at its model's price; None without usage or
+    when a seat that used tokens has no price."""
+    if not usage or any(seat not in prices for seat in usage):
+        return None
+    return math.fsum(prices[seat].cost(used) for seat, used in usage.items())
+
+
 def read_episode(folder: Path) -> EpisodeRecord:
     """Read one episode folder: its scores, else its error, else nothing (unscored)."""
     index, _, name = folder.parent.name.partition("_")
@@ -416,6 +525,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         error = _read(error_path, CallFailure)
         status = "errored"
     experiment = name if index.isdigit() and name else folder.parent.name
+    usage = _usage(folder)
     return EpisodeRecord(
         model=folder.parents[2].name,
         experiment_folder=folder.parent.name,
@@ -430,6 +540,9 @@ def read_episode(folder: Path) -> EpisodeRecord:
         error=error,
         questioner=_questioner(folder.parent / "experiment.json"),
         benchmark=_benchmark(folder.parent / "experiment.json", experiment),
+        usage=usage,
+        cost_usd=episode_cost(usage, _prices(folder.parent / "experiment.json")) if usage else None,
+        guided=_guided(folder.parent / "experiment.json"),
     )
 
 
@@ -491,6 +604,10 @@ def aggregate(
 
     decided = count["played"] + count["aborted"]
     percent_played = 100 * count["played"] / decided if decided else NAN
+    tokens = total_usage(episode.tokens() for episode in episodes)
+    used = [episode for episode in episodes if episode.usage]
+    costs = [episode.cost_usd for episode in used]
+    cost = None if not costs or None in costs else math.fsum(c for c in costs if c is not None)
     quality = mean(main_scores)
     intervals = aggregate_intervals(episodes, resamples)
     return Aggregate(
@@ -524,6 +641,8 @@ def aggregate(
         questioner_task_completion=questioner_mean(QUESTIONER_TASK_COMPLETION),
         questions_asked=questioner_mean(QUESTIONS_ASKED),
         questioner_judge_score=questioner_mean(QUESTIONER_JUDGE_SCORE),
+        **(tokens.model_dump() if tokens is not None else {}),
+        cost_usd=cost,
     )
 
 

@@ -31,6 +31,8 @@ import numpy as np
 
 from privateshared.bench.reporting.cells import aligned, fixed, interval_cell, markdown_table
 from privateshared.bench.reporting.comparisons import comparison_lines, comparisons_section
+from privateshared.bench.reporting.conditions import guided_section
+from privateshared.bench.reporting.costs import usage_lines, usage_section
 from privateshared.bench.reporting.evaluate import (
     Aggregate,
     EpisodeRecord,
@@ -214,6 +216,8 @@ def _table_lines(evaluation: Evaluation) -> list[str]:
         lines += [*aligned(short, rows), ""]
     if compared := comparison_lines(evaluation):
         lines += [*compared, ""]
+    if used := usage_lines(evaluation):
+        lines += [*used, ""]
     # The headline table next to last: what a reader, or a script taking the last row that
     # starts with a model's name, reads as the model's result.
     header = ["model", *_TERMINAL_COLUMNS]
@@ -326,7 +330,9 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         *([] if warning is None else [f"> **Warning:** {warning}"]),
         f"## Per model\n\n{intervals}\n\n{per_model}",
         f"## Per model and experiment\n\n{per_experiment}",
+        *filter(None, [guided_section(evaluation)]),
         comparisons_section(evaluation),
+        *filter(None, [usage_section(evaluation)]),
         "## Accuracy per probing round\n\nMean accuracy of each probing round over the scored "
         "episodes that completed it (aborted ones included); results.json gives each its 95% "
         "interval (the episodes resampled, never their probes), and accuracy_by_round.svg "
@@ -348,17 +354,25 @@ def _number(value: float | None) -> str:
     return "" if value is None or math.isnan(value) else repr(float(value))
 
 
+USAGE_FIELDS = ["prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens",
+                "cost_usd"]  # fmt: skip
+"""episodes.csv's last columns: each episode's tokens over every seat, and their cost."""
+
+
 def episodes_csv(*evaluations: Evaluation) -> str:
     """Lay out episodes.csv: one row per episode of every benchmark, errored and unscored ones
     included (the experiment's folder tells the benchmark)."""
     names = [MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, QUESTIONER_SLOT_ACCURACY,
              QUESTIONER_TASK_COMPLETION]  # fmt: skip
-    rows = [["model", "experiment", "episode", "status", *names, "error kind"]]
+    rows = [["model", "experiment", "episode", "status", *names, "error kind", *USAGE_FIELDS]]
     for episode in (episode for evaluation in evaluations for episode in evaluation.episodes):
         values = [_number(episode.score(name)) for name in names]
         kind = episode.error.kind if episode.error is not None else ""
+        # Empty where no call reported the count (or no price was given), never 0.
+        used = ["" if (value := getattr(episode, field)) is None else str(value)
+                for field in USAGE_FIELDS]  # fmt: skip
         rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
-                     *values, kind])  # fmt: skip
+                     *values, kind, *used])  # fmt: skip
     return _csv(rows)
 
 

@@ -1,6 +1,9 @@
 """Playing a run: the cast of players, the plan of what is left, the episodes and their records.
 
 - `cast.py`: the names on the command line (or in a model registry) as players, by role.
+- `preflight.py`: the check call each model gets before the first episode, with the run's
+  settings.
+- `budget.py`: what each episode is expected to cost, and the budget that stops starting them.
 - `plan.py`: every (instance, answerer) episode of a run, where its records go, what is done.
 - `episodes.py`: plays episodes through the graph, many at once, and writes each one's records
   and transcript page as it ends.

@@ -37,6 +37,7 @@ from privateshared.bench.running.plan import (
     plan_episodes,
     write_experiment_files,
 )
+from privateshared.bench.running.preflight import check_models
 from privateshared.domains.instances import (
     ExperimentSpec,
     GameInstance,
@@ -134,15 +135,19 @@ async def arun_benchmark(
         experiments,
         [Path(domain) for domain in domains],
     )
-    players = [resolve_answerer(answerer) for answerer in answerers]
+    # A guided model on `auto` learns its server's form before any episode (or stops here).
+    players = [
+        player.settle_guidance() if isinstance(player, ChatModelPlayer) else player
+        for player in (resolve_answerer(answerer) for answerer in answerers)
+    ]
     asker = resolve_questioner(questioner)
     rater = resolve_judge(judge) if judge is not None else None
     models = [player for player in (*players, asker, rater)
               if isinstance(player, ChatModelPlayer | LangChainPlayer)]  # fmt: skip
-    for model in models:  # one call each before any episode, as the command line does
-        await asyncio.to_thread(model.check)
     planned = plan_episodes(players, asker, playable, folder)
     pending = [episode for episode in planned if rerun or not is_done(episode.folder)]
+    if pending:  # one call per model and seat before any episode, as the command line makes
+        await asyncio.to_thread(check_models, players, asker, rater, pending[0].instance)
     folder.mkdir(parents=True, exist_ok=True)
     sweep_leftovers(folder)
     write_experiment_files(pending, asker, folder, rater)

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import SecretStr, ValidationError
 
 from privateshared.agents.base import Player
+from privateshared.agents.guided import Guidance
 from privateshared.agents.imports import is_import_path, load_player
 from privateshared.agents.langchain_player import (
     LangChainPlayer,
@@ -42,12 +43,14 @@ from privateshared.bench.running.layout import model_spec_of
 from privateshared.bench.running.local_model import LocalServer, is_local_model
 
 DEFAULT_MODELS = ("smollm2", "oracle", "mock")
-DEFAULT_MAX_SLOTS = {"smollm2": 5}
-"""In the default run SmolLM2 plays the 5-slot experiments only. It aborts every episode in
-probing round 0, never keeping the reply format; its 20 episodes of 10 and 15 slots would add
-some 13 minutes on 2 cores to show the same (1,250 more calls, every probe of round 0 tried five
-times, at about 0.6 s each: the server answers one call at a time). `--model smollm2` plays
-every experiment."""
+DEFAULT_GUIDED = ("smollm2",)
+"""Models the default run plays twice: as clembench would (unguided) and guided, so that its
+tables set the model's format apart from its scorekeeping (agents/guided.py)."""
+DEFAULT_MAX_SLOTS = {"smollm2": 5, "smollm2-guided": 5}
+"""In the default run SmolLM2 plays the 5-slot experiments only, guided or not: it answers one
+call at a time on this machine, and its 20 episodes of 10 and 15 slots would add some 15
+minutes on 2 cores (guided, every probe of every round is a call: 1,170 and 3,900 more calls).
+`--model smollm2` plays every experiment."""
 Role = Literal["answerer", "questioner", "judge"]
 
 
@@ -147,6 +150,15 @@ class Cast:
         players = [*self.answerers, self.questioner, *([self.judge] if self.judge else [])]
         return [player for player in players if isinstance(player, Model)]
 
+    def settled(self) -> Cast:
+        """The same players, each guided answerer's form settled from its server (one line,
+        before any episode, for a server that cannot be guided)."""
+
+        def settle(player: Player) -> Player:
+            return player.settle_guidance() if isinstance(player, ChatModelPlayer) else player
+
+        return Cast([settle(p) for p in self.answerers], self.questioner, self.judge)
+
     def caps(self, limit: int | None) -> list[int]:
         """Every cap on calls under way in the run: `limit` (--max-concurrent-calls) and the
         registry's per-model caps."""
@@ -179,11 +191,40 @@ def named_models(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def guided(player: Player | None, form: Guidance) -> Player | None:
+    """`player` held to the game's format (its own condition and name) when it is a model on
+    an OpenAI-compatible endpoint; programs and users' players keep the format themselves and
+    play as they are; a LangChain model cannot be guided."""
+    if isinstance(player, ChatModelPlayer):
+        spec = player.spec
+        return player if spec.guided is not None else player.guided_as(form)
+    if isinstance(player, LangChainPlayer):
+        raise CastError(
+            f"{player.name}: guided decoding needs an OpenAI-compatible server (llama.cpp, "
+            "vLLM, SGLang) played through the fast path, not a LangChain model; name the model "
+            "and its --base-url instead"
+        )
+    return player
+
+
 def cast_players(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> Cast | None:
     """The players the command line names; None while a local model's server is not started
-    (a first call with no servers checks every other name)."""
+    (a first call with no servers checks every other name). With --guided, every model
+    answerer plays held to the game's format; the default run adds SmolLM2 guided beside
+    SmolLM2 as clembench plays it."""
     names = args.models or DEFAULT_MODELS
     answerers = [player(args, name, "answerer", servers) for name in names]
+    # A local model's server is ours (llama-cpp-python): its form is known. Others say it in
+    # /v1/models, asked once the servers run (`Cast.settled`).
+    forms: list[Guidance] = ["llama.cpp" if is_local_model(name) else "auto" for name in names]
+    if getattr(args, "guided", False):
+        answerers = [guided(one, form) for one, form in zip(answerers, forms, strict=True)]
+    elif args.models is None:
+        answerers += [
+            guided(one, form)
+            for name, one, form in zip(names, answerers, forms, strict=True)
+            if name in DEFAULT_GUIDED
+        ]
     questioner = player(args, args.questioner, "questioner", servers)
     judge = player(args, args.judge, "judge", servers) if args.judge else None
     if questioner is None or None in answerers or (args.judge and judge is None):

@@ -9,7 +9,8 @@ failed for good), so a run can be stopped at any moment: the same command plays 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +27,7 @@ from privateshared.graph.files import write_text
 from privateshared.graph.recorder import build_records, describe_players, write_episode
 from privateshared.graph.records import ABORTED, CallFailure
 from privateshared.graph.state import EpisodeRecords, EpisodeState
+from privateshared.graph.usage import EpisodeUsage, Seat, episode_usage
 
 Status = Literal["played", "aborted", "errored"]
 
@@ -52,8 +54,18 @@ def save_episode(
     outcome = state.error or state.scores
     if outcome is None:
         raise ValueError("the episode is neither scored nor failed; it did not reach its end")
-    write_episode(folder, instance_spec, interactions, calls, outcome)
+    usage = episode_usage(state, seat_names(context))
+    write_episode(folder, instance_spec, interactions, calls, outcome, usage)
     return EpisodeRecords(interactions=interactions, calls=calls)
+
+
+def seat_names(context: GameContext) -> dict[Seat, str]:
+    """The name each seat of an episode plays under."""
+    names: dict[Seat, str] = {"answerer": context.answerer.name,
+                              "questioner": context.questioner.name}  # fmt: skip
+    if context.judge is not None:
+        names["judge"] = context.judge.name
+    return names
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,8 @@ class Finished:
     """Model calls the episode made (its requests.json entries)."""
     error: CallFailure | None = None
     """Why an errored episode stopped."""
+    usage: EpisodeUsage | None = None
+    """The tokens its calls used, per seat (its usage.json); None when none was reported."""
 
 
 def status_of(state: EpisodeState) -> Status:
@@ -91,7 +105,8 @@ def record_episode(
     page = transcript_page(results_dir, episode.folder, records.interactions,
                            state.scores, state.error, instance_spec)  # fmt: skip
     write_text(episode.folder / TRANSCRIPT_FILE, page)
-    return Finished(episode, status_of(state), len(records.calls), state.error)
+    usage = episode_usage(state, seat_names(context))
+    return Finished(episode, status_of(state), len(records.calls), state.error, usage)
 
 
 async def run_episodes(
@@ -102,13 +117,26 @@ async def run_episodes(
     sequential_probes: bool = False,
     judge: Player | None = None,
     on_finished: Callable[[Finished], None] = lambda finished: None,
+    one_at_a_time: Mapping[str, str] | None = None,
+    admit: Callable[[Episode], bool] = lambda episode: True,
 ) -> list[Finished]:
-    """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends."""
+    """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends;
+    an episode `admit` refuses when its turn comes is not started (a budget's say).
+
+    `one_at_a_time` maps answerers (by name) to the server they share: the episodes of one
+    server are played one after another. A server here (llama.cpp) answers one call at a time
+    and reuses the start of the last prompt it evaluated; interleaved episodes would make it
+    evaluate every prompt from its start (several times the time per call)."""
     slots = asyncio.Semaphore(concurrency)
+    servers = {server: asyncio.Semaphore(1) for server in (one_at_a_time or {}).values()}
     finished: list[Finished] = []
 
     async def play(episode: Episode) -> None:
-        async with slots:
+        server = (one_at_a_time or {}).get(episode.answerer.name)
+        # The server's turn first, so that waiting for it holds none of the run's slots.
+        async with servers[server] if server else contextlib.nullcontext(), slots:
+            if not admit(episode):
+                return
             context = GameContext(
                 answerer=episode.answerer, questioner=questioner, judge=judge,
                 sequential_probes=sequential_probes,

@@ -30,9 +30,17 @@ def safe_name(name: str) -> str:
     return cleaned or "model"
 
 
+DEFAULT_TEMPERATURE = "default"
+"""A folder name's temperature for a model sent none, which samples at its provider's default:
+`o3-tdefault`. Not a number, since none was chosen (OpenAI's default is 1, others' differ), and
+never a number an existing folder has (`-t1.0` is a model sent 1)."""
+
+
 def player_label(player: Player) -> str:
-    """clembench's `<model>-t<temperature>`."""
-    return f"{safe_name(player.name)}-t{float(player.temperature)}"
+    """clembench's `<model>-t<temperature>`; `<model>-tdefault` for a model sent no temperature."""
+    temperature = player.temperature
+    shown = DEFAULT_TEMPERATURE if temperature is None else float(temperature)
+    return f"{safe_name(player.name)}-t{shown}"
 
 
 def pair_name(answerer: Player, questioner: Player) -> str:

@@ -29,6 +29,7 @@ from privateshared.bench.running.episodes import Finished, Status
 from privateshared.bench.running.plan import Episode
 from privateshared.bench.running.processes import die_with_parent
 from privateshared.graph.records import CallFailure
+from privateshared.graph.usage import EpisodeUsage
 
 WAKE_UP = 1.0
 """Seconds between looks at the workers while none reports."""
@@ -51,6 +52,7 @@ class _Report:
     status: Status
     calls: int
     error: CallFailure | None
+    usage: EpisodeUsage | None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def _work(
 
     def report(finished: Finished) -> None:
         index = by_episode[id(finished.episode)]
-        queue.put(_Report(index, finished.status, finished.calls, finished.error))
+        queue.put(_Report(index, finished.status, finished.calls, finished.error,
+                          finished.usage))  # fmt: skip
 
     try:
         play([episodes[index] for index in indices], report)
@@ -142,8 +145,9 @@ def play_in_workers(
                 raise WorkerError(f"a worker process stopped: {message.kind}: {message.message}")
             else:
                 result = Finished(
-                    episodes[message.index], message.status, message.calls, message.error
-                )
+                    episodes[message.index], message.status, message.calls, message.error,
+                    message.usage,
+                )  # fmt: skip
                 finished.append(result)
                 on_finished(result)
     finally:

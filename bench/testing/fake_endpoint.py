@@ -7,7 +7,12 @@ The replies come from a plain function of the messages (`fake_players.answerer_f
 that plays the answerer perfectly). A latency per call and injected faults (HTTP errors, hangs,
 resets, malformed bodies, errors that echo the key) make it a test bed for the runner.
 
-    python -m privateshared.bench.testing.fake_endpoint --latency 0.1
+Every completion reports its `usage`, words standing in for tokens; `cached_prompts` adds the
+cached tokens (`prompt_tokens_details`), and the `reasoning_models` it serves act as OpenAI's
+reasoning models do: they refuse any temperature but 1 (HTTP 400, OpenAI's message) and report
+reasoning tokens (`completion_tokens_details`), counted in the completion tokens.
+
+    python -m privateshared.bench.testing.fake_endpoint --latency 0.1 --reasoning-model o-fake
 
 serves perfect players (answerer, questioner, judge) for the default instances until stopped,
 and prints its URL.
@@ -24,7 +29,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +59,13 @@ FaultPlan = Callable[[int], "Fault | None"]
 """Chat request number (1 for the first) -> the fault to inject, if any."""
 
 
+def past_the_check(plan: FaultPlan, checks: int = 1) -> FaultPlan:
+    """`plan` for the calls of the episodes, numbered from 1 as before: the first `checks`
+    chat requests (the check calls a run makes before its first episode, one per model and
+    seat) are answered. Without it, a plan that fails every call stops the run at its check."""
+    return lambda number: None if number <= checks else plan(number - checks)
+
+
 class FakeOpenAI:
     """An OpenAI-compatible endpoint on 127.0.0.1 that answers with `reply(messages)`.
 
@@ -64,6 +76,12 @@ class FakeOpenAI:
         models: Model names listed by `GET /v1/models`.
         delay: Seconds to wait before answering a chat completion (model listings answer at
             once, so a client's preflight check passes while its calls time out).
+        reasoning_models: Model names (served besides `models`) that act as OpenAI's reasoning
+            models: a request with a temperature other than 1 is refused with OpenAI's HTTP 400,
+            and each reply reports reasoning tokens (the words of the last message, as if the
+            model read it once more), counted in its completion tokens.
+        cached_prompts: Report cached tokens too: the words of every message before the last,
+            as a prompt cache holding the conversation so far would.
     """
 
     def __init__(
@@ -73,14 +91,22 @@ class FakeOpenAI:
         delay: float = 0.0,
         faults: Mapping[int, Fault] | FaultPlan | None = None,
         port: int = 0,
+        owned_by: str = "fake",
+        reasoning_models: Collection[str] = (),
+        cached_prompts: bool = False,
     ) -> None:
         self.reply = reply
-        self.models = list(models)
+        self.reasoning_models = frozenset(reasoning_models)
+        self.models = [*models, *(name for name in reasoning_models if name not in models)]
+        self.cached_prompts = cached_prompts
         self.delay = delay
         self.faults: FaultPlan = (
             faults.get if isinstance(faults, Mapping) else faults or (lambda number: None)
         )
         self.port = port
+        self.owned_by = owned_by
+        """What `/v1/models` says owns its models: a real server's name (vllm, sglang, llamacpp,
+        openai) makes it pass for one, e.g. for guided decoding (agents/guided.py)."""
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._served = 0
@@ -104,7 +130,8 @@ class FakeOpenAI:
         """Every chat request received so far, in arrival order (a copy).
 
         Each entry has `body` (the parsed JSON), `headers` (names lower-cased, as HTTP treats
-        them), `completion_id` (the id the response carried) and `reply` (the text sent back).
+        them), `completion_id` (the id the response carried), `reply` (the text sent back) and
+        `refused` (True for a reasoning model's refusal of the temperature).
         """
         with self._lock:
             return list(self._requests)
@@ -142,12 +169,16 @@ class FakeOpenAI:
             self._served += 1
             number = self._served
         fault = self.faults(number)
-        reply = "" if fault is not None else self.reply(body.get("messages", []))
+        # OpenAI's reasoning models take no temperature but their default, 1.
+        refused = body.get("model") in self.reasoning_models and body.get("temperature", 1) != 1
+        silent = fault is not None or refused
+        reply = "" if silent else self.reply(body.get("messages", []))
         text = reply if isinstance(reply, str) else str(reply.get("content") or "")
         calls = [] if isinstance(reply, str) else list(reply.get("tool_calls") or [])
         entry = {
             "body": body, "headers": headers, "completion_id": completion_id,
-            "reply": text, "tool_calls": calls, "fault": fault, "arrived": time.monotonic(),
+            "reply": text, "tool_calls": calls, "fault": fault, "refused": refused,
+            "arrived": time.monotonic(),
         }  # fmt: skip
         with self._lock:
             self._requests.append(entry)
@@ -217,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, _error(f"no route {self.path}", "not_found"))
             return
         models = [
-            {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+            {"id": name, "object": "model", "created": 0, "owned_by": self.server.fake.owned_by}
             for name in self.server.fake.models
         ]
         self._send_json(200, {"object": "list", "data": models})
@@ -256,9 +287,13 @@ class _Handler(BaseHTTPRequestHandler):
         if entry["fault"] is not None:
             self._misbehave(entry["fault"], headers)
             return
+        if entry["refused"]:
+            self._send_json(400, unsupported_temperature(body["temperature"]))
+            return
         completion_id, text = entry["completion_id"], entry["reply"]
         model = body.get("model", "fake-model")
-        usage = _usage(body.get("messages", []), text)
+        usage = _usage(body.get("messages", []), text, model in fake.reasoning_models,
+                       fake.cached_prompts)  # fmt: skip
         try:
             if body.get("stream"):
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -328,15 +363,43 @@ def _error(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
-def _usage(messages: list[dict[str, Any]], text: str) -> dict[str, int]:
-    """Token counts, with words standing in for tokens."""
-    prompt = sum(len(str(message.get("content", "")).split()) for message in messages)
-    completion = len(text.split())
+def unsupported_temperature(temperature: object) -> dict[str, Any]:
+    """OpenAI's refusal of a temperature by one of its reasoning models, word for word."""
     return {
+        "error": {
+            "message": f"Unsupported value: 'temperature' does not support {temperature!r} with "
+            "this model. Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    }
+
+
+def _words(message: dict[str, Any]) -> int:
+    return len(str(message.get("content") or "").split())  # content is null beside tool calls
+
+
+def _usage(
+    messages: list[dict[str, Any]], text: str, reasoning: bool = False, cached: bool = False
+) -> dict[str, Any]:
+    """Token counts, with words standing in for tokens: a reasoning model's reasoning tokens
+    (the words of the last message) within its completion tokens, and with `cached` the words
+    of every message before the last as cached tokens, shaped as OpenAI reports them."""
+    prompt = sum(_words(message) for message in messages)
+    thought = _words(messages[-1]) if reasoning and messages else 0
+    completion = len(text.split()) + thought
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+    if cached:
+        last = _words(messages[-1]) if messages else 0
+        usage["prompt_tokens_details"] = {"cached_tokens": prompt - last, "audio_tokens": 0}
+    if reasoning:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thought, "audio_tokens": 0}
+    return usage
 
 
 def _function_calls(
@@ -363,7 +426,7 @@ def _completion(
     completion_id: str,
     model: str,
     text: str,
-    usage: dict[str, int],
+    usage: dict[str, Any],
     tool_calls: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """A non-streamed chat.completion, with function calls when the reply makes some."""
@@ -392,7 +455,7 @@ def _chunks(
     completion_id: str,
     model: str,
     text: str,
-    usage: dict[str, int],
+    usage: dict[str, Any],
     include_usage: bool,
     tool_calls: Sequence[dict[str, Any]] = (),
 ) -> Iterator[dict[str, Any] | str]:
@@ -444,6 +507,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--model", default="fake-model", help="the model name it serves")
     parser.add_argument(
+        "--reasoning-model", action="append", default=[], metavar="NAME",
+        help="also serve NAME as OpenAI serves its reasoning models: any temperature but 1 is "
+        "refused (HTTP 400), and replies report reasoning tokens (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cached-prompts", action="store_true",
+        help="report cached tokens: the words of every message before the last",
+    )  # fmt: skip
+    parser.add_argument(
         "--instances",
         type=Path,
         help="instances file the answerer knows (default: the shipped one)",
@@ -453,7 +525,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     players = default_players(args.instances, args.resources)
-    with FakeOpenAI(players, [args.model], args.latency, port=args.port) as server:
+    with FakeOpenAI(
+        players, [args.model], args.latency, port=args.port,
+        reasoning_models=args.reasoning_model, cached_prompts=args.cached_prompts,
+    ) as server:  # fmt: skip
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

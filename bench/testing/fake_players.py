@@ -34,6 +34,8 @@ ANSWER = "ANSWER:"
 ASIDE = "ASIDE:"
 PROBE = "ME:"
 PRESENT = "[Present: "
+CHECK = "Reply with the single word OK."
+"""The check call a run makes of each model before its first episode."""
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -47,7 +49,8 @@ def _text(message: dict[str, Any]) -> str:
 def answerer_for(*instances: GameInstance) -> ReplyFunction:
     """A reply function that plays the answerer of any of `instances` perfectly.
 
-    The instance is recognised by its initial prompt (the first message). A question
+    The check call before a run gets `OK`. The instance is recognised by its initial prompt
+    (the first message). A question
     `TAG: <request>` gets `ANSWER: <value>.`; a probe (a last message starting with `ME:`) gets
     `ASIDE: yes` if the probed slot was asked for earlier in the context or its value occurs in
     an earlier answer, else `ASIDE: no`. It never looks at the game master's ground truth, so a
@@ -58,6 +61,8 @@ def answerer_for(*instances: GameInstance) -> ReplyFunction:
         by_prompt.setdefault(instance.initial_prompt, []).append(instance)
 
     def reply(messages: list[dict[str, Any]]) -> str:
+        if messages and _text(messages[-1]) == CHECK:
+            return "OK"
         candidates = by_prompt.get(_text(messages[0]), []) if messages else []
         if not candidates:
             raise LookupError("the first message is not the initial prompt of a known instance")
