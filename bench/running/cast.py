@@ -48,8 +48,9 @@ DEFAULT_GUIDED = ("smollm2",)
 tables set the model's format apart from its scorekeeping (agents/guided.py)."""
 DEFAULT_MAX_SLOTS = {"smollm2": 5, "smollm2-guided": 5}
 """In the default run SmolLM2 plays the 5-slot experiments only, guided or not: it answers one
-call at a time on this machine, and its 20 episodes of 10 and 15 slots would add some 15
-minutes on 2 cores (guided, every probe of every round is a call: 1,170 and 3,900 more calls).
+call at a time on this machine, and its 20 episodes of 10 and 15 slots would add some 20
+minutes on 2 cores (guided, every probe of every round is a call: 3,750 more calls, at about
+0.3 s each).
 `--model smollm2` plays every experiment."""
 Role = Literal["answerer", "questioner", "judge"]
 
