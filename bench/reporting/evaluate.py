@@ -27,7 +27,13 @@ from functools import cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, computed_field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from privateshared.agents.usage import Price, Usage, total_usage
 from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES, SEED, mean_interval
@@ -132,33 +138,18 @@ class EpisodeRecord(BaseModel):
         """The tokens of every seat together; None when no call reported usage."""
         return total_usage(self.usage.values())
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def prompt_tokens(self) -> int | None:
-        """Over every seat; None when no call reported usage."""
+    def token_count(self, field: str) -> int | None:
+        """One count of `tokens()` (`prompt_tokens`, `completion_tokens`, `cached_tokens`,
+        `reasoning_tokens`); None where no call reported it."""
         used = self.tokens()
-        return None if used is None else used.prompt_tokens
+        return None if used is None else getattr(used, field)
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def completion_tokens(self) -> int | None:
-        """Over every seat, reasoning tokens included; None when no call reported usage."""
-        used = self.tokens()
-        return None if used is None else used.completion_tokens
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def cached_tokens(self) -> int | None:
-        """The part of the prompt tokens read from a cache; None where none was reported."""
-        used = self.tokens()
-        return None if used is None else used.cached_tokens
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def reasoning_tokens(self) -> int | None:
-        """The part of the completion tokens spent reasoning; None where none was reported."""
-        used = self.tokens()
-        return None if used is None else used.reasoning_tokens
+    @model_serializer(mode="wrap")
+    def _with_token_counts(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """results.json gives each episode's counts over every seat beside `usage`, derived
+        from it when dumped (as episodes.csv does), never kept apart from it."""
+        dumped: dict[str, object] = handler(self)
+        return dumped | {field: self.token_count(field) for field in Usage.model_fields}
 
 
 class Aggregate(BaseModel):

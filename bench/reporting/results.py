@@ -369,8 +369,8 @@ def episodes_csv(*evaluations: Evaluation) -> str:
         values = [_number(episode.score(name)) for name in names]
         kind = episode.error.kind if episode.error is not None else ""
         # Empty where no call reported the count (or no price was given), never 0.
-        used = ["" if (value := getattr(episode, field)) is None else str(value)
-                for field in USAGE_FIELDS]  # fmt: skip
+        counts = [episode.token_count(field) for field in USAGE_FIELDS[:-1]]
+        used = ["" if value is None else str(value) for value in [*counts, episode.cost_usd]]
         rows.append([episode.model, episode.experiment_folder, episode.episode, episode.status,
                      *values, kind, *used])  # fmt: skip
     return _csv(rows)
