@@ -134,6 +134,10 @@ class ModelSpec(Priced):
         settings = self.model_dump(mode="json", exclude_none=True)
         if self.temperature is None:  # said, not left out: none is sent, which is not 0
             settings["temperature"] = None
+        if self.guided is not None and self.guided != "auto":  # the request fields, as sent
+            settings["constraint"] = {
+                kind: constraint(self.guided, kind) for kind in ("probe", "question")
+            }
         return settings
 
 

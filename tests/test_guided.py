@@ -112,6 +112,9 @@ def test_guided_requests_carry_the_server_s_constraint(
     folder = tmp_path / "fake-model-guided-t0.0--fake-model-t0.0" / "privateshared"
     recorded = json.loads((folder / "2_restaurant" / "experiment.json").read_text())
     assert recorded["settings"]["answerer"]["guided"] == owned_by
+    assert recorded["settings"]["answerer"]["constraint"] == {
+        "probe": {field: regexes[0]}, "question": {field: regexes[1]},
+    }  # fmt: skip
     assert recorded["answerer"] == "fake-model-guided"
     assert "fake-model-guided-t0.0--fake-model-t0.0" in capsys.readouterr().out
 
