@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,19 @@ def test_eval_of_a_folder_it_cannot_write(tmp_path: Path, capsys: pytest.Capture
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"cannot read or write {results / 'results.md'} (Is a directory)" in err
+
+
+def test_a_reader_that_leaves_early_stops_the_output_quietly(tmp_path: Path) -> None:
+    """`privateshared run ... | head`: every file is written, and the closed pipe is no
+    player's failure: no message, the status a shell gives a process a closed pipe stopped."""
+    results = tmp_path / "records"
+    run = f"{Path(sys.executable).parent / 'privateshared'} run --model oracle"
+    # `true` reads nothing and is gone at once: every write of the run meets a closed pipe.
+    command = (f"{run} --experiment travel-booking --results-dir {results} | true; "
+               "exit ${PIPESTATUS[0]}")  # fmt: skip
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
+    # Every file was written before anything was printed: records, results, transcripts.
+    assert len(list(results.rglob("scores.json"))) == 10
+    assert len(list(results.rglob("transcript.html"))) == 10
+    assert (results / "index.html").is_file() and (results / "results.md").is_file()

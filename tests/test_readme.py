@@ -168,8 +168,8 @@ NOT_RUN: dict[str, str] = {
         "needs the user's Ollama server and langchain-ollama"
     ),
     "privateshared run --models models.yaml --model o3 --model gpt-4o --dry-run --budget 25": (
-        "needs the user's models.yaml and OPENAI_API_KEY set (no call is made); its output is "
-        "pasted from a run with both, and tests/test_usage.py runs a dry run"
+        "needs the user's models.yaml (above, not in the repository); its output is pasted from "
+        "a run with it, and tests/test_usage.py runs a dry run without a key"
     ),
     "privateshared run --models models.yaml --model o3 --model gpt-4o --budget 25": _OPENAI_KEY,
     "vllm serve Qwen/Qwen2.5-7B-Instruct": "needs a GPU machine with vLLM",

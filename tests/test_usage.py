@@ -303,7 +303,8 @@ def test_a_model_s_max_cost_caps_that_model(
 def test_the_dry_run_calls_nothing_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    # No key either: a plan reads none, so a run can be priced before the keys are at hand.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     results = tmp_path / "records"
     with FakeOpenAI(default_players(), reasoning_models=["o-fake"]) as server:
         assert run(registry(tmp_path, server), results, "--dry-run", "--budget", "1") == 0

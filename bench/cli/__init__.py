@@ -11,6 +11,7 @@ model calls that still fail after their retries end it with one line too (exit 1
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -69,10 +70,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "registry_file", None) is not None:
             args.registry = read_registry(args.registry_file)
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, where a reader that left is heard (below), not at exit
+        return code
     except BAD_INPUT as error:
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # a ConnectionError too, but ours: the reader left (`| head`)
+        # Nothing more can reach it, and Python would complain again flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a process that a closed pipe stopped
     except PLAYER_FAILURES as error:
         print(
             f"privateshared: error: a player failed after its retries ({type(error).__name__}: "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from privateshared.bench.cli.usage import UsageError
@@ -37,6 +37,22 @@ ESTIMATE_NOTE = (
 NO_PRICE_NOTE = "; cost n/a: no price in the registry"
 
 
+class KeysNotNeeded(Mapping[str, str]):
+    """The environment, with a stand-in for every key that is not set: a plan calls no model,
+    so a lab can price a run before it has the keys."""
+
+    STAND_IN = "not-needed-for-a-dry-run"
+
+    def __getitem__(self, name: str) -> str:
+        return os.environ.get(name, self.STAND_IN)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(os.environ)
+
+    def __len__(self) -> int:
+        return len(os.environ)
+
+
 def plan_table(estimates: Mapping[str, Estimate]) -> list[str]:
     """The plan's table: per model its episodes, calls, tokens and cost, and the total cost
     where every model has a price."""
@@ -59,7 +75,7 @@ def dry_run(
     """Print the plan of the run the command line names, and stop."""
     # Named, never started: a local model plays under its alias, at a server it does not need.
     servers = {name: LocalServer(model, Path(os.devnull)) for name, model in local.items()}
-    cast = cast_players(args, servers)
+    cast = cast_players(args, servers, KeysNotNeeded())
     assert cast is not None  # every local model has its (unstarted) server
     planned = plan_episodes(
         cast.answerers, cast.questioner, experiments, args.results_dir,

@@ -20,11 +20,14 @@ from privateshared.bench.reporting.transcripts.index import INDEX_FILE, write_tr
 
 
 def report(results_dir: Path, this_run: int | None = None) -> None:
-    """Evaluate the results folder, write its tables, plots and transcripts, print the table;
-    `this_run` is how many episodes the run that just ended has (the ones it found done
-    included), to say when the folder holds more."""
-    evaluate_folder(results_dir, this_run)
-    report_unreadable(write_transcripts(results_dir, stale_only=True).unreadable)
+    """Evaluate the results folder, write its tables, plots and transcripts, then print the
+    table; `this_run` is how many episodes the run that just ended has (the ones it found done
+    included), to say when the folder holds more. Every file is written before anything is
+    printed, so a reader that leaves early (`| head`) costs no file."""
+    evaluations, written = write_folder_results(results_dir)
+    unreadable = write_transcripts(results_dir, stale_only=True).unreadable
+    print_results(results_dir, evaluations, written, this_run)
+    report_unreadable(unreadable)
     print(f"transcripts: open {results_dir / INDEX_FILE}")
 
 
@@ -33,16 +36,34 @@ def evaluate_folder(
 ) -> tuple[Evaluation, ...]:
     """Evaluate every episode of `results_dir`, each benchmark on its own, with `resamples`
     bootstrap resamples behind every interval, write the result files, print the tables."""
+    evaluations, written = write_folder_results(results_dir, resamples)
+    print_results(results_dir, evaluations, written, this_run)
+    return evaluations
+
+
+def write_folder_results(
+    results_dir: Path, resamples: int = DEFAULT_RESAMPLES
+) -> tuple[tuple[Evaluation, ...], list[Path]]:
+    """Evaluate every episode of `results_dir` and write the result files; return the
+    evaluations and the files written."""
     if not results_dir.is_dir():
         raise UsageError(f"{results_dir}: not a folder; pass a results folder such as records/")
-    episodes = collect(results_dir)
-    evaluations = evaluate_benchmarks(episodes, resamples)
-    written = write_results(results_dir, *evaluations)
-    if (note := earlier_runs_note(results_dir, len(episodes), this_run)) is not None:
+    evaluations = evaluate_benchmarks(collect(results_dir), resamples)
+    return evaluations, write_results(results_dir, *evaluations)
+
+
+def print_results(
+    results_dir: Path,
+    evaluations: Sequence[Evaluation],
+    written: Sequence[Path],
+    this_run: int | None,
+) -> None:
+    """The tables in the terminal, after a note when they cover more than this run."""
+    held = sum(evaluation.overall.episodes for evaluation in evaluations)
+    if (note := earlier_runs_note(results_dir, held, this_run)) is not None:
         print(note)
     print(format_table(*evaluations))
     print(f"\nresults: {', '.join(path.name for path in written)} in {results_dir}/")
-    return evaluations
 
 
 def earlier_runs_note(results_dir: Path, held: int, this_run: int | None) -> str | None:

@@ -64,9 +64,9 @@ def run_command(args: argparse.Namespace) -> int:
         for name in named_models(args)
         if is_local_model(name) and name not in args.registry
     }
-    cast_players(args, {})  # every other name is checked before a server starts
-    if args.dry_run:  # before any server starts, any file is written
+    if args.dry_run:  # before any server starts, any file is written, any key is read
         return dry_run(args, experiments, local)
+    cast_players(args, {})  # every other name is checked before a server starts
     capped = [name for name in named_models(args)
               if getattr(args.registry.get(name), "max_cost", None) is not None]  # fmt: skip
     if (args.budget is not None or capped) and (args.ray is not None or (args.workers or 1) > 1):

@@ -95,10 +95,15 @@ DEFAULT_KEY_VARIABLE = "OPENAI_API_KEY"
 
 
 def player(
-    args: argparse.Namespace, name: str, role: Role, servers: Mapping[str, LocalServer]
+    args: argparse.Namespace,
+    name: str,
+    role: Role,
+    servers: Mapping[str, LocalServer],
+    environ: Mapping[str, str] | None = None,
 ) -> Player | None:
     """One player by name, for `role`; None for a local model whose server is not started yet
-    (so every other name can be checked before any server starts)."""
+    (so every other name can be checked before any server starts). Keys are read from
+    `environ` (default: the process's environment)."""
     if name == HUMAN:
         raise CastError(
             f"a person cannot be the {role} of a run, whose episodes play unattended; play "
@@ -114,9 +119,9 @@ def player(
     if isinstance(registered, PlayerEntry):  # its file was made absolute when the registry was read
         return load_player(registered.player, name=registered.name)
     if registered is not None:  # the registry's own endpoint and settings
-        return _in_seat(resolve_model(registered), role)
+        return _in_seat(resolve_model(registered, environ), role)
     if is_langchain_name(name):
-        return _in_seat(resolve_model(langchain_model_spec(args, name)), role)
+        return _in_seat(resolve_model(langchain_model_spec(args, name), environ), role)
     if is_import_path(name):  # a user's player; no role check beyond the protocol
         return _in_seat(load_player(name), role)
     if is_local_model(name):
@@ -126,7 +131,7 @@ def player(
         spec = model_spec(args, server.model.alias, server.base_url)
         # A local server needs no key: never send it one meant for another endpoint.
         return ChatModelPlayer(spec, SecretStr(LOCAL_SERVER_KEY))
-    return resolve_model(model_spec(args, name, args.base_url))
+    return resolve_model(model_spec(args, name, args.base_url), environ)
 
 
 def _in_seat(player: Player, role: Role) -> Player:
@@ -208,13 +213,17 @@ def guided(player: Player | None, form: Guidance) -> Player | None:
     return player
 
 
-def cast_players(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -> Cast | None:
+def cast_players(
+    args: argparse.Namespace,
+    servers: Mapping[str, LocalServer],
+    environ: Mapping[str, str] | None = None,
+) -> Cast | None:
     """The players the command line names; None while a local model's server is not started
     (a first call with no servers checks every other name). With --guided, every model
     answerer plays held to the game's format; the default run adds SmolLM2 guided beside
     SmolLM2 as clembench plays it."""
     names = args.models or DEFAULT_MODELS
-    answerers = [player(args, name, "answerer", servers) for name in names]
+    answerers = [player(args, name, "answerer", servers, environ) for name in names]
     # A local model's server is ours (llama-cpp-python): its form is known. Others say it in
     # /v1/models, asked once the servers run (`Cast.settled`).
     forms: list[Guidance] = ["llama.cpp" if is_local_model(name) else "auto" for name in names]
@@ -226,8 +235,8 @@ def cast_players(args: argparse.Namespace, servers: Mapping[str, LocalServer]) -
             for name, one, form in zip(names, answerers, forms, strict=True)
             if name in DEFAULT_GUIDED
         ]
-    questioner = player(args, args.questioner, "questioner", servers)
-    judge = player(args, args.judge, "judge", servers) if args.judge else None
+    questioner = player(args, args.questioner, "questioner", servers, environ)
+    judge = player(args, args.judge, "judge", servers, environ) if args.judge else None
     if questioner is None or None in answerers or (args.judge and judge is None):
         return None
     return Cast([a for a in answerers if a is not None], questioner, judge)
