@@ -223,7 +223,7 @@ def save_game(
     experiment.json and the transcript page."""
     spec = next(s for s in experiment.game_instances if s.game_id == state.game_id)
     spec_json = spec.model_dump(mode="json", exclude_none=True)
-    records = save_episode(folder, spec_json, state, context)
+    records = save_episode(folder, spec_json, state, context).records
     write_experiment_file(folder.parent, experiment.name, experiment.domain,
                           folder.parents[2].name, context.answerer, context.questioner,
                           benchmark=benchmark_of(experiment.game_instances))  # fmt: skip

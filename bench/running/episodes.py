@@ -41,11 +41,20 @@ async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeS
     return EpisodeState.model_validate(values)
 
 
+@dataclass(frozen=True)
+class Saved:
+    """What `save_episode` wrote."""
+
+    records: EpisodeRecords
+    usage: EpisodeUsage | None
+    """Its usage.json, per seat; None when no call reported usage (none was written)."""
+
+
 def save_episode(
     folder: Path, instance_spec: JsonValue, state: EpisodeState, context: GameContext
-) -> EpisodeRecords:
+) -> Saved:
     """Write the episode's records: scores.json last, or error.json when a call failed.
-    Returns the records written."""
+    Returns what was written."""
     # A scored episode carries the records it was scored from; one that failed is built here.
     if state.records is not None:
         interactions, calls = state.records.interactions, state.records.calls
@@ -56,7 +65,7 @@ def save_episode(
         raise ValueError("the episode is neither scored nor failed; it did not reach its end")
     usage = episode_usage(state, seat_names(context))
     write_episode(folder, instance_spec, interactions, calls, outcome, usage)
-    return EpisodeRecords(interactions=interactions, calls=calls)
+    return Saved(EpisodeRecords(interactions=interactions, calls=calls), usage)
 
 
 def seat_names(context: GameContext) -> dict[Seat, str]:
@@ -99,14 +108,14 @@ def record_episode(
         if spec.game_id == episode.instance.game_id
     )  # fmt: skip
     instance_spec = spec.model_dump(mode="json", exclude_none=True)
-    records = save_episode(episode.folder, instance_spec, state, context)
+    saved = save_episode(episode.folder, instance_spec, state, context)
     # The page now, from the records in hand: the report at the end of the run then reads no
     # interactions.json again, and workers draw their own episodes' pages.
-    page = transcript_page(results_dir, episode.folder, records.interactions,
+    page = transcript_page(results_dir, episode.folder, saved.records.interactions,
                            state.scores, state.error, instance_spec)  # fmt: skip
     write_text(episode.folder / TRANSCRIPT_FILE, page)
-    usage = episode_usage(state, seat_names(context))
-    return Finished(episode, status_of(state), len(records.calls), state.error, usage)
+    calls = len(saved.records.calls)
+    return Finished(episode, status_of(state), calls, state.error, saved.usage)
 
 
 async def run_episodes(
