@@ -13,12 +13,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# llama.cpp, for the local model: built here for any CPU by `privateshared llama-cpp build`
+# (bench/running/llama_build.py says why), once per machine, and kept in ~/.cache/privateshared.
+# The `local` extra then finds llama-cpp-python installed: pip never builds it, so a native build
+# in pip's cache can never take its place.
+$(VENV)/.installed-llama: pyproject.toml setup.py bench/running/llama_build.py | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	$(BIN)/privateshared llama-cpp build
+	touch $@
+
 # One stamp per set of extras, so that `make run` never waits for the test tools.
-$(VENV)/.installed-run: pyproject.toml setup.py | $(BIN)/python
+$(VENV)/.installed-run: pyproject.toml setup.py $(VENV)/.installed-llama
 	$(BIN)/pip install --quiet -e ".[local]"
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml setup.py $(VENV)/.installed-llama
 	$(BIN)/pip install --quiet -e ".[dev,local]"
 	touch $@
 

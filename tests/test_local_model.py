@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -26,6 +27,13 @@ from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpe
 from privateshared.bench.cli import main
 from privateshared.bench.running import local_model
 from privateshared.bench.running.episodes import play_episode, save_episode
+from privateshared.bench.running.llama_build import (
+    FEATURE_FLAGS,
+    library_dir,
+    loaded_build,
+    this_cpu,
+    variants_for,
+)
 from privateshared.bench.running.local_model import LocalModelError, LocalServer, locate
 from privateshared.domains.instances import default_instance, default_instances_path
 from privateshared.graph.context import GameContext
@@ -116,7 +124,7 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def command(pid: int) -> str:
+def command_of(pid: int) -> str:
     """A process's command line, or nothing once it is gone."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -147,7 +155,7 @@ def run_in_background(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes],
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and run.poll() is None:
-            servers = [pid for pid in children(run.pid) if "llama_cpp.server" in command(pid)]
+            servers = [pid for pid in children(run.pid) if "llama_cpp.server" in command_of(pid)]
             if servers and log.is_file() and "POST /v1/chat/completions" in log.read_text():
                 server = servers[0]
                 break
@@ -257,3 +265,134 @@ def test_smollm2_unguided_aborts_the_same_episodes_for_its_format(smollm2_both_w
     section = markdown[markdown.index("## Format and scorekeeping") :].split("\n## ")[0]
     assert "| smollm2-t0.0--smollm2-t0.0 | unguided |" in section
     assert "| smollm2-guided-t0.0--smollm2-guided-t0.0 | guided |" in section
+
+
+def completions_logged(log: Path) -> int:
+    """Chat completions the server answered, by its access log."""
+    return log.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1" 200')
+
+
+def digests(results: Path) -> dict[str, str]:
+    """Every file of every done episode, by its bytes (and when it was written)."""
+    return {
+        str(path.relative_to(results)): f"{path.read_bytes().hex()[:64]}{path.stat().st_mtime_ns}"
+        for scores in results.rglob("scores.json")
+        for path in scores.parent.iterdir()
+    }
+
+
+@needs_model
+def test_a_server_that_crashes_mid_run_stops_it_in_one_line_and_a_rerun_plays_the_rest(
+    tmp_path: Path,
+) -> None:
+    # Guided: every probe is a call, some 35 an episode, so an episode is under way when the
+    # server dies.
+    shipped = json.loads(default_instances_path().read_text())
+    travel = next(e for e in shipped["experiments"] if e["name"] == "travel-booking")
+    travel["game_instances"] = travel["game_instances"][:3]
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps({"experiments": [travel]}))
+    results = tmp_path / "records"
+    command = [str(PRIVATESHARED), "run", "--model", "smollm2", "--guided",
+               "--instances", str(instances), "--results-dir", str(results)]  # fmt: skip
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           preexec_fn=hear_ctrl_c)  # fmt: skip
+    log = results / "logs" / "llama-server-smollm2.log"
+    try:
+        deadline = time.monotonic() + 300
+        while not any(results.rglob("scores.json")) and time.monotonic() < deadline:
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.1)
+        (server,) = [pid for pid in children(run.pid) if "llama_cpp.server" in command_of(pid)]
+        os.kill(server, signal.SIGSEGV)  # as the AMX kernels crash it
+        _, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    text = err.decode()
+    assert run.returncode == 1, text
+    assert text.count("\n") == 1 and "Traceback" not in text, text
+    assert text.startswith("privateshared: error: smollm2: the local llama.cpp server this run "
+                           "started has exited (killed by SIGSEGV); ")  # fmt: skip
+    assert f"its log: {log}; finished episodes are kept; " in text
+    # The fix that applies: the server ran the build for any CPU, which a rebuild cannot change.
+    assert "the build for any CPU already, so a rebuild will not change it" in text
+    kept = digests(results)
+    done = len(list(results.rglob("scores.json")))
+    assert 1 <= done < 3
+    # The episode under way was the server's loss, not its model's: nothing recorded for it.
+    assert not list(results.rglob("error.json"))
+
+    calls_before = completions_logged(log)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"{done} of 3 episodes are already done; playing the other {3 - done}" in again.stdout
+    assert len(list(results.rglob("scores.json"))) == 3
+    assert {name: digest for name, digest in digests(results).items() if name in kept} == kept
+    # The rerun's calls: its server's ready call and the check call, then the missing
+    # episodes' calls, as their records list them, and nothing else.
+    missing = [scores.parent for scores in results.rglob("scores.json")
+               if str(scores.relative_to(results)) not in kept]  # fmt: skip
+    played = sum(len(json.loads((folder / "requests.json").read_text())) for folder in missing)
+    assert completions_logged(log) - calls_before == 2 + played
+
+
+@needs_model
+def test_a_server_that_cannot_start_stops_the_run_in_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + os.urandom(4096))
+    results = tmp_path / "records"
+    done = subprocess.run(
+        [str(PRIVATESHARED), "run", "--model", f"local:{broken}", "--results-dir", str(results)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    log = results / "logs" / "llama-server-broken.log"
+    assert (f"local:{broken}: the local llama.cpp server this run started has exited (with "
+            f"code 1); its log: {log}") in done.stderr  # fmt: skip
+    assert "start the server" not in done.stderr
+    assert not list(results.rglob("episode_*"))
+
+
+@needs_model
+def test_the_installed_llama_cpp_is_the_build_for_any_cpu() -> None:
+    # What the server loads here, asked of the library itself in a process of its own.
+    build = loaded_build()
+    assert not build.own, build
+    assert build.folder == library_dir()
+    recipe = json.loads((build.folder / "build.json").read_text())
+    assert recipe["variants"] == list(variants_for(sys.platform, platform.machine()))
+    assert "-DGGML_NATIVE=OFF" in recipe["cmake"]
+    assert not list(build.folder.glob("*sapphirerapids*")) and not list(build.folder.glob("*amx*"))
+    # llama.cpp chose one of the variants, using only what this CPU has, never AMX.
+    assert build.variant in {f"libggml-cpu-{variant}.so" for variant in recipe["variants"]}
+    assert "AMX_INT8" not in build.features
+    cpu = this_cpu()
+    if cpu is not None:
+        assert all(FEATURE_FLAGS[name] in cpu for name in build.features), (build, cpu)
+
+
+@needs_model
+def test_the_default_run_plays_every_default_model(tmp_path: Path) -> None:
+    # As a user runs it, from a folder of their own, with the defaults and a short slice: every
+    # default answerer on the first instance of each experiment.
+    done = subprocess.run([str(PRIVATESHARED), "run", "--limit", "1"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = tmp_path / "records"
+    played = {pair.name: len(list(pair.rglob("scores.json")))
+              for pair in results.iterdir() if pair.is_dir() and "--" in pair.name}  # fmt: skip
+    # SmolLM2 both ways on the three 5-slot experiments, the references on all five.
+    assert played == {
+        "smollm2-t0.0--smollm2-t0.0": 3, "smollm2-guided-t0.0--smollm2-guided-t0.0": 3,
+        "oracle-t0.0--oracle-t0.0": 5, "mock-t0.0--mock-t0.0": 5,
+    }  # fmt: skip
+    table = done.stdout[done.stdout.rindex("% played [95% ci]") :]
+    for pair in played:
+        assert re.search(rf"^{re.escape(pair)} +{played[pair]} ", table, re.MULTILINE), pair
+    # Guided, SmolLM2 keeps the format: every episode played.
+    assert re.search(r"^smollm2-guided-t0\.0--smollm2-guided-t0\.0 +3 +3 +0 +0 ", table,
+                     re.MULTILINE)  # fmt: skip
+    log = (results / "logs" / "llama-server-smollm2.log").read_text()
+    assert f"loaded CPU backend from {library_dir()}" in log

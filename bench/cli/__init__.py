@@ -22,6 +22,7 @@ from privateshared.agents.llm import PlayerConfigError
 from privateshared.agents.model_registry import RegistryError, read_registry
 from privateshared.bench.clembench.replay_answerer import ReplayError
 from privateshared.bench.cli.domains import check_command, instances_command
+from privateshared.bench.cli.llama_cpp import llama_cpp_command
 from privateshared.bench.cli.parser import build_parser
 from privateshared.bench.cli.play import play_command
 from privateshared.bench.cli.replay import replay_command
@@ -33,7 +34,7 @@ from privateshared.bench.reporting.record_files import RecordsError
 from privateshared.bench.reporting.transcripts.index import TranscriptError
 from privateshared.bench.running.benchmark import ExperimentError
 from privateshared.bench.running.cast import CastError
-from privateshared.bench.running.local_model import LocalModelError
+from privateshared.bench.running.local_model import LocalModelError, LocalServerExited
 from privateshared.bench.running.ray_cluster import RayError
 from privateshared.bench.running.workers import WorkerError
 from privateshared.domains.clembench_texts import ResourcesError
@@ -51,6 +52,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "replay": replay_command,
     "instances": instances_command,
     "domains": check_command,
+    "llama-cpp": llama_cpp_command,
 }
 
 BAD_INPUT = (
@@ -73,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = COMMANDS[args.command](args)
         sys.stdout.flush()  # here, where a reader that left is heard (below), not at exit
         return code
+    except LocalServerExited as error:  # the run's own server failed: no bad input of the user's
+        print(f"privateshared: error: {error}", file=sys.stderr)
+        return 1
     except BAD_INPUT as error:
         print(f"privateshared: error: {error}", file=sys.stderr)
         return 2

@@ -217,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
         "experiments too, and without --instances those of other known domains (their "
         "default instances)",
     )  # fmt: skip
+    run.add_argument(
+        "--limit", type=_positive, metavar="N",
+        help="play only the first N instances of each experiment: a short slice of the same "
+        "run, e.g. to try the default models in a minute (default: all)",
+    )  # fmt: skip
     _results_dir(run, "where records, results and transcripts go")
     run.add_argument(
         "--ray", metavar="ADDRESS",
@@ -349,5 +354,23 @@ def build_parser() -> argparse.ArgumentParser:
     _domains_option(
         check, "checked too, together with PATH's domains (without PATH, with every known "
         "domain): a name two folders define is a problem",
+    )  # fmt: skip
+
+    llama = _command(
+        commands, "llama-cpp", "build llama.cpp for the local model, for any CPU, and show it"
+    )
+    llama_commands = llama.add_subparsers(dest="llama_cpp_command", required=True,
+                                          metavar="ACTION")  # fmt: skip
+    build = _command(
+        llama_commands, "build",
+        "build llama.cpp from llama-cpp-python's pinned source, its CPU code as variants it "
+        "chooses from by the CPU it runs on (never AMX's), once per machine, and install "
+        "llama-cpp-python to load it",
+    )  # fmt: skip
+    build.add_argument("--rebuild", action="store_true", help="build again, ignoring our cache")
+    _command(
+        llama_commands, "info",
+        "show which build of llama.cpp the local model's server loads here, and which of its "
+        "CPU variants this CPU runs",
     )  # fmt: skip
     return parser

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from privateshared.bench.cli.dry_run import dry_run
@@ -29,7 +29,12 @@ from privateshared.bench.running.budget import (
 from privateshared.bench.running.cast import DEFAULT_MAX_SLOTS, Cast, cast_players, named_models
 from privateshared.bench.running.episodes import Finished, record_episode, run_episodes
 from privateshared.bench.running.layout import model_spec_of
-from privateshared.bench.running.local_model import LocalServer, is_local_model, locate
+from privateshared.bench.running.local_model import (
+    LocalServer,
+    LocalServerExited,
+    is_local_model,
+    locate,
+)
 from privateshared.bench.running.plan import (
     Episode,
     Playable,
@@ -49,7 +54,7 @@ def playable(args: argparse.Namespace) -> Playable:
     """The experiments the command line names (see `select_experiments`)."""
     try:
         return select_experiments(
-            args.instances, args.experiments, args.domains or (), args.resources
+            args.instances, args.experiments, args.domains or (), args.resources, args.limit
         )
     except ExperimentError as error:
         raise UsageError(str(error)) from None
@@ -93,7 +98,19 @@ def run_command(args: argparse.Namespace) -> int:
         # clembench probes (a played episode's scores are the same either way).
         one_by_one = args.sequential_probes or bool(servers)
         served_here = {server.base_url for server in servers.values()}
-        played = play(args, experiments, cast, workers, one_by_one, served_here)
+
+        def halt() -> LocalServerExited | None:
+            """Why the run cannot go on: a server it started has exited."""
+            return next(filter(None, (server.exit_error() for server in servers.values())), None)
+
+        try:
+            played = play(args, experiments, cast, workers, one_by_one, served_here, halt)
+        except Exception:
+            # Whatever failed (a check call, a worker, an episode), a server of ours that has
+            # exited is why: its line, not the failure it caused.
+            if (exited := halt()) is not None:
+                raise exited from None
+            raise
     if played.finished or len(played.pending) < played.planned:
         report(args.results_dir, this_run=played.planned)
     # else a budget let no episode start: there is nothing to report yet
@@ -161,11 +178,12 @@ def play(
     workers: int,
     one_by_one: bool = False,
     served_here: frozenset[str] | set[str] = frozenset(),
+    halt: Callable[[], BaseException | None] = lambda: None,
 ) -> Played:
     """Check the endpoints, then play every pending episode with a progress bar, in worker
     processes when there are cores for them, probing `one_by_one` if so, and the episodes of
     each server `served_here` (base URLs) one after another, within the run's budget if it
-    has one."""
+    has one, until `halt` says why not (see `run_episodes`)."""
     cast = cast.settled()  # before any call: a server that cannot be guided stops the run here
     models = cast.models()
     one_at_a_time = {
@@ -216,6 +234,7 @@ def play(
                     episodes, cast.questioner, args.results_dir, concurrency=concurrency,
                     sequential_probes=one_by_one, judge=cast.judge,
                     on_finished=on_finished, one_at_a_time=one_at_a_time, admit=admit,
+                    halt=halt,
                 )  # fmt: skip
             finally:
                 for model in models:

@@ -70,10 +70,12 @@ def select_experiments(
     experiments: Sequence[str] | None = None,
     domains: Sequence[Path] = (),
     resources: Path | None = None,
+    limit: int | None = None,
 ) -> Playable:
     """The experiments to play: every one of `instances` (default: the classic benchmark), or
     those named in `experiments`, which without `instances` may also name the shipped
-    two-listener experiments and those of every other known domain (their default instances)."""
+    two-listener experiments and those of every other known domain (their default instances);
+    with `limit`, only the first `limit` instances of each (a short slice)."""
     # Every known domain: shipped, installed, PRIVATESHARED_DOMAINS and `domains`. Instances
     # travel to worker processes and Ray workers with their texts resolved, so only this
     # process needs to find the domains.
@@ -100,6 +102,9 @@ def select_experiments(
                 f"choose from {', '.join(known)}"
             )
         playable = [item for item in playable if item[1].name in experiments]
+    if limit is not None:
+        playable = [(index, experiment, list(instances)[:limit])
+                    for index, experiment, instances in playable]  # fmt: skip
     return playable
 
 
@@ -115,18 +120,20 @@ async def arun_benchmark(
     concurrency: int = 8,
     rerun: bool = False,
     sequential_probes: bool = False,
+    limit: int | None = None,
 ) -> Evaluation:
     """Play every instance of `experiments` (default: the classic benchmark) with every answerer
     and `questioner`, write the records under `results_dir`, and evaluate those episodes.
 
-    Episodes whose records are complete are not played again (unless `rerun`), so a call that
-    was interrupted is finished by the same call. Raises `ExperimentError` for experiments that
-    cannot be played, `PlayerConfigError` for a player that cannot be made, and a
-    `ValueError` when the experiments mix the classic and the two-listener benchmarks, which are
-    evaluated apart (call once for each).
+    With `limit`, only the first `limit` instances of each experiment are played (a short
+    slice). Episodes whose records are complete are not played again (unless `rerun`), so a
+    call that was interrupted is finished by the same call. Raises `ExperimentError` for
+    experiments that cannot be played, `PlayerConfigError` for a player that cannot be made,
+    and a `ValueError` when the experiments mix the classic and the two-listener benchmarks,
+    which are evaluated apart (call once for each).
     """
-    if concurrency < 1:
-        raise ValueError("concurrency must be at least 1")
+    if concurrency < 1 or (limit is not None and limit < 1):
+        raise ValueError("concurrency and limit must be at least 1")
     if not answerers:
         raise ValueError("no answerers; name at least one, e.g. run_benchmark(['oracle'])")
     folder = Path(results_dir)
@@ -134,6 +141,7 @@ async def arun_benchmark(
         Path(instances) if instances is not None else None,
         experiments,
         [Path(domain) for domain in domains],
+        limit=limit,
     )
     # A guided model on `auto` learns its server's form before any episode (or stops here).
     players = [

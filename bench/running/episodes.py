@@ -128,6 +128,7 @@ async def run_episodes(
     on_finished: Callable[[Finished], None] = lambda finished: None,
     one_at_a_time: Mapping[str, str] | None = None,
     admit: Callable[[Episode], bool] = lambda episode: True,
+    halt: Callable[[], BaseException | None] = lambda: None,
 ) -> list[Finished]:
     """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends;
     an episode `admit` refuses when its turn comes is not started (a budget's say).
@@ -135,7 +136,12 @@ async def run_episodes(
     `one_at_a_time` maps answerers (by name) to the server they share: the episodes of one
     server are played one after another. A server here (llama.cpp) answers one call at a time
     and reuses the start of the last prompt it evaluated; interleaved episodes would make it
-    evaluate every prompt from its start (several times the time per call)."""
+    evaluate every prompt from its start (several times the time per call).
+
+    `halt` says why the run cannot go on (a server it started has exited), or None: asked
+    before each episode and after each one a failed call ended, its answer is raised, the
+    episodes under way are cancelled, and the failed one is not recorded, as its failure is
+    not its players'."""
     slots = asyncio.Semaphore(concurrency)
     servers = {server: asyncio.Semaphore(1) for server in (one_at_a_time or {}).values()}
     finished: list[Finished] = []
@@ -144,6 +150,8 @@ async def run_episodes(
         server = (one_at_a_time or {}).get(episode.answerer.name)
         # The server's turn first, so that waiting for it holds none of the run's slots.
         async with servers[server] if server else contextlib.nullcontext(), slots:
+            if (reason := halt()) is not None:
+                raise reason
             if not admit(episode):
                 return
             context = GameContext(
@@ -151,11 +159,18 @@ async def run_episodes(
                 sequential_probes=sequential_probes,
             )  # fmt: skip
             state = await play_episode(episode.instance, context)
+            if state.error is not None and (reason := halt()) is not None:
+                raise reason
             result = record_episode(episode, state, context, results_dir)
             finished.append(result)
             on_finished(result)
 
-    async with asyncio.TaskGroup() as group:
-        for episode in episodes:
-            group.create_task(play(episode))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for episode in episodes:
+                group.create_task(play(episode))
+    except BaseExceptionGroup as failed:
+        # The first episode that failed cancelled the others; its error is the run's, raised
+        # as itself so that the command line's one-line handlers know it.
+        raise failed.exceptions[0] from None
     return finished
