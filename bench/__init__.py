@@ -6,6 +6,8 @@ A run, in the order it happens:
   evaluation as data.
 - `cli/`: the `privateshared` command; parses the command line and hands each command to its
   module (run, play, eval, transcribe, score, replay, instances, domains check).
+- `defaults.py`: the defaults the command line shows (the models a run plays, the results
+  folder, the workers, the resamples), on the standard library alone.
 - `running/`: plays the benchmark: who plays (cast), what is left to play (plan), the episodes
   themselves and their records (episodes), spread over worker processes or a Ray cluster, with
   a progress bar, and the llama.cpp server of a model that runs on this machine.

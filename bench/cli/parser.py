@@ -11,12 +11,14 @@ import argparse
 import re
 from pathlib import Path
 
-from privateshared.agents.registry import HUMAN, PROGRAMMATIC_ANSWERERS
-from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES
-from privateshared.bench.running.cast import DEFAULT_MODELS
-from privateshared.bench.running.layout import DEFAULT_RESULTS_DIR
-from privateshared.bench.running.workers import default_workers
-from privateshared.domains.instances import DEFAULT_PER_DOMAIN, DEFAULT_SEED
+from privateshared.agents.names import HUMAN, PROGRAMMATIC_ANSWERERS
+from privateshared.bench.defaults import (
+    DEFAULT_MODELS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_RESULTS_DIR,
+    default_workers,
+)
+from privateshared.domains.instance_defaults import DEFAULT_PER_DOMAIN, DEFAULT_SEED
 
 
 class _HelpWithDefaults(argparse.HelpFormatter):
