@@ -72,4 +72,5 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
+    """The package's names, the public ones not yet imported too."""
     return sorted({*globals(), *__all__})

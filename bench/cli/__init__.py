@@ -37,7 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 """Each command's module in this package and the function there that runs it."""
 
-Command = Callable[[argparse.Namespace], int]
+_Handler = Callable[[argparse.Namespace], int]
+"""A command's function: the parsed command line in, the exit status out."""
 
 
 def _bad_input() -> tuple[type[Exception], ...]:
@@ -79,13 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     args = build_parser().parse_args(argv)
     module, name = COMMANDS[args.command]
-    command: Command = getattr(importlib.import_module(f"privateshared.bench.cli.{module}"), name)
+    command: _Handler = getattr(importlib.import_module(f"privateshared.bench.cli.{module}"), name)
     bad_input, player_failures = _bad_input(), _player_failures()
-    from privateshared.agents.model_registry import read_registry
-
     args.registry = {}
     try:
         if getattr(args, "registry_file", None) is not None:
+            from privateshared.agents.model_registry import read_registry
+
             args.registry = read_registry(args.registry_file)
         code = command(args)
         sys.stdout.flush()  # here, where a reader that left is heard (below), not at exit
