@@ -1,19 +1,30 @@
-"""Players: the questioner and the answerers, all behind one `Player` interface."""
+"""Players: the questioner and the answerers, all behind one `Player` interface.
 
-from privateshared.agents.base import (
-    ChatMessage,
-    Player,
-    PlayerReply,
-    PlayerRequest,
-    RequestKind,
-    ToolCall,
-)
-from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
-from privateshared.agents.imports import is_import_path, load_player
-from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
-from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
-from privateshared.agents.registry import resolve_answerer, resolve_questioner
-from privateshared.agents.scripted import ProgrammaticQuestioner
+The names below are imported on first use (PEP 562), not with the package: every module of
+`agents` loads this file first, and the command line's help reads names.py alone, without the
+openai SDK and LangChain that the players import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from privateshared.agents.base import (
+        ChatMessage,
+        Player,
+        PlayerReply,
+        PlayerRequest,
+        RequestKind,
+        ToolCall,
+    )
+    from privateshared.agents.baselines import MockAnswerer, OracleAnswerer
+    from privateshared.agents.imports import is_import_path, load_player
+    from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
+    from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+    from privateshared.agents.registry import resolve_answerer, resolve_questioner
+    from privateshared.agents.scripted import ProgrammaticQuestioner
 
 __all__ = [
     "ChatMessage",
@@ -35,3 +46,31 @@ __all__ = [
     "resolve_answerer",
     "resolve_questioner",
 ]
+
+_HOMES = {
+    **dict.fromkeys(
+        ("ChatMessage", "Player", "PlayerReply", "PlayerRequest", "RequestKind", "ToolCall"),
+        "privateshared.agents.base",
+    ),
+    **dict.fromkeys(("MockAnswerer", "OracleAnswerer"), "privateshared.agents.baselines"),
+    **dict.fromkeys(("is_import_path", "load_player"), "privateshared.agents.imports"),
+    **dict.fromkeys(("LangChainPlayer", "LangChainSpec"), "privateshared.agents.langchain_player"),
+    **dict.fromkeys(
+        ("ChatModelPlayer", "ModelSpec", "PlayerConfigError"), "privateshared.agents.llm"
+    ),
+    **dict.fromkeys(("resolve_answerer", "resolve_questioner"), "privateshared.agents.registry"),
+    "ProgrammaticQuestioner": "privateshared.agents.scripted",
+}
+"""Each public name and the module that defines it."""
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name from its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
+
+def __dir__() -> list[str]:
+    """The package's names, the public ones not yet imported too."""
+    return sorted({*globals(), *__all__})

@@ -30,13 +30,8 @@ from privateshared.agents.langchain_player import (
     langchain_spec,
 )
 from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError, api_key
+from privateshared.agents.names import HUMAN, PROGRAMMATIC_ANSWERERS, PROGRAMMATIC_QUESTIONERS
 from privateshared.agents.scripted import ProgrammaticQuestioner
-
-PROGRAMMATIC_ANSWERERS = ("oracle", "one-listener", "always-yes", "always-no", "mock")
-"""Answerers that need no model (`mock:SEED` picks the mock's seed)."""
-PROGRAMMATIC_QUESTIONERS = ("programmatic",)
-HUMAN = "human"
-"""A person in the seat, through LangGraph interrupts (agents/human.py)."""
 
 
 def is_programmatic_answerer(name: str) -> bool:

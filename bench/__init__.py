@@ -6,6 +6,8 @@ A run, in the order it happens:
   evaluation as data.
 - `cli/`: the `privateshared` command; parses the command line and hands each command to its
   module (run, play, eval, transcribe, score, replay, instances, domains check).
+- `defaults.py`: the defaults the command line shows (the models a run plays, the results
+  folder, the workers, the resamples), on the standard library alone.
 - `running/`: plays the benchmark: who plays (cast), what is left to play (plan), the episodes
   themselves and their records (episodes), spread over worker processes or a Ray cluster, with
   a progress bar, and the llama.cpp server of a model that runs on this machine.
@@ -17,8 +19,36 @@ A run, in the order it happens:
   trying the model path without a key.
 
 The game itself (graph/), the players (agents/) and the data (domains/) never import from here.
+
+`run_benchmark` is imported on first use (PEP 562), not with the package: every module below
+`bench` loads this file first, and `privateshared --help` should not wait the second or more that
+the whole stack takes to import.
 """
 
-from privateshared.bench.running.benchmark import arun_benchmark, run_benchmark
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from privateshared.bench.running.benchmark import arun_benchmark, run_benchmark
 
 __all__ = ["arun_benchmark", "run_benchmark"]
+
+_HOMES = {
+    "arun_benchmark": "privateshared.bench.running.benchmark",
+    "run_benchmark": "privateshared.bench.running.benchmark",
+}
+"""Each public name and the module that defines it."""
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name from its module on first use."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
+
+def __dir__() -> list[str]:
+    """The package's names, the public ones not yet imported too."""
+    return sorted({*globals(), *__all__})

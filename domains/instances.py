@@ -30,13 +30,11 @@ from privateshared.domains.clembench_texts import (
     clembench_probe_wording,
     resource_phrasings,
 )
+from privateshared.domains.instance_defaults import DEFAULT_PER_DOMAIN, DEFAULT_SEED
 from privateshared.domains.loader import builtin_domains_dir, load_domains
 from privateshared.domains.registry import DOMAINS_VARIABLE, known_domains
 from privateshared.domains.schema import OUR_PROBE_WORDING, Domain, ProbeWording
 
-DEFAULT_SEED = 20251121
-"""Seed of the committed default instances file (`domains/instances.json`)."""
-DEFAULT_PER_DOMAIN = 10
 DEFAULT_INSTANCES_FILE = "instances.json"
 TWO_LISTENER_INSTANCES_FILE = "instances_two_listeners.json"
 """The two-listener experiments (domains/audience.py), apart from the classic benchmark so that

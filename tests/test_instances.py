@@ -9,9 +9,9 @@ import pytest
 
 from privateshared.bench.cli import main
 from privateshared.domains.clembench_texts import ResourcesError
+from privateshared.domains.instance_defaults import DEFAULT_SEED
 from privateshared.domains.instances import (
     CLEMBENCH_ORDER,
-    DEFAULT_SEED,
     InstancesError,
     default_instance,
     default_instances_path,

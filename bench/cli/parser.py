@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from privateshared.agents.registry import HUMAN, PROGRAMMATIC_ANSWERERS
-from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES
-from privateshared.bench.running.cast import DEFAULT_MODELS
-from privateshared.bench.running.layout import DEFAULT_RESULTS_DIR
-from privateshared.bench.running.workers import default_workers
-from privateshared.domains.instances import DEFAULT_PER_DOMAIN, DEFAULT_SEED
+from privateshared.agents.names import HUMAN, PROGRAMMATIC_ANSWERERS
+from privateshared.bench.defaults import (
+    DEFAULT_MODELS,
+    DEFAULT_RESAMPLES,
+    DEFAULT_RESULTS_DIR,
+    default_workers,
+)
+from privateshared.domains.instance_defaults import DEFAULT_PER_DOMAIN, DEFAULT_SEED
 
 
 class _HelpWithDefaults(argparse.HelpFormatter):
@@ -33,6 +37,29 @@ class _HelpWithDefaults(argparse.HelpFormatter):
         ):
             return text
         return f"{text} (default: %(default)s)" if text else "default: %(default)s"
+
+
+class _Version(argparse.Action):
+    """argparse's `version` action, reading the installed distribution's version only when asked:
+    importing importlib.metadata takes about 50 ms, which every other command would wait for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+            help="show program's version number and exit",
+        )  # fmt: skip
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from importlib.metadata import version
+
+        print(f"{parser.prog} {version('privateshared')}", file=sys.stdout)
+        parser.exit()
 
 
 def _positive(text: str) -> int:
@@ -148,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Scorekeeping benchmark: does a chat model know what is private and what is "
         "shared in a conversation?",
     )
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = _command(commands, "run", "play every instance with the given models")

@@ -25,7 +25,7 @@ from pydantic import BaseModel, JsonValue
 
 from privateshared.agents.human import HumanPlayer, Seat, format_problem
 from privateshared.agents.llm import ChatModelPlayer
-from privateshared.agents.registry import HUMAN
+from privateshared.agents.names import HUMAN
 from privateshared.bench.cli.report import report
 from privateshared.bench.cli.usage import UsageError, check_writable
 from privateshared.bench.reporting.transcripts.index import TRANSCRIPT_FILE, transcript_page

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from privateshared.bench.cli.usage import UsageError
+from privateshared.bench.defaults import DEFAULT_RESAMPLES
 from privateshared.bench.reporting.evaluate import Evaluation, collect, evaluate_benchmarks
 from privateshared.bench.reporting.rescore import rescore
 from privateshared.bench.reporting.results import format_table, write_results
-from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES
 from privateshared.bench.reporting.transcripts.index import INDEX_FILE, write_transcripts
 
 

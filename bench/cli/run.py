@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from privateshared.bench.cli.dry_run import dry_run
 from privateshared.bench.cli.report import report
 from privateshared.bench.cli.usage import UsageError, check_writable
+from privateshared.bench.defaults import default_workers
 from privateshared.bench.running.benchmark import ExperimentError, select_experiments
 from privateshared.bench.running.budget import (
     BudgetedRun,
@@ -45,7 +46,7 @@ from privateshared.bench.running.plan import (
 from privateshared.bench.running.preflight import check_models
 from privateshared.bench.running.progress import ProgressBar
 from privateshared.bench.running.ray_cluster import connect, play_on_ray
-from privateshared.bench.running.workers import OnFinished, default_workers, play_in_workers
+from privateshared.bench.running.workers import OnFinished, play_in_workers
 from privateshared.graph.context import GameContext
 from privateshared.graph.files import sweep_leftovers
 

@@ -36,7 +36,8 @@ from pydantic import (
 )
 
 from privateshared.agents.usage import Price, Usage, total_usage
-from privateshared.bench.reporting.statistics import DEFAULT_RESAMPLES, SEED, mean_interval
+from privateshared.bench.defaults import DEFAULT_RESAMPLES
+from privateshared.bench.reporting.statistics import SEED, mean_interval
 from privateshared.bench.reporting.uncertainty import (
     Comparison,
     aggregate_intervals,

@@ -45,12 +45,6 @@ CONFIDENCE = 0.95
 """The level of every interval."""
 SEED = 20251121
 """The fixed seed of every resampling, so that a report is the same each time it is made."""
-DEFAULT_RESAMPLES = 9999
-"""Bootstrap resamples (and random sign flips) per interval or test, `eval --resamples`:
-scipy's default for both. Fewer would be faster, but a random sign-flip test cannot give a
-p-value below 2 / (resamples + 1), and Holm's correction multiplies it by the comparisons:
-with 9999, 45 comparisons (ten models) still reach 0.01. They add 0.1 to 0.2 s to an eval of
-three models' 50 episodes each (2-core development machine; 0.05 s with 2000)."""
 
 Floats = npt.NDArray[np.float64]
 

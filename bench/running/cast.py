@@ -30,19 +30,18 @@ from privateshared.agents.langchain_player import (
 )
 from privateshared.agents.llm import LOCAL_SERVER_KEY, ChatModelPlayer, ModelSpec
 from privateshared.agents.model_registry import PlayerEntry
+from privateshared.agents.names import HUMAN, PROGRAMMATIC_QUESTIONERS
 from privateshared.agents.registry import (
-    HUMAN,
-    PROGRAMMATIC_QUESTIONERS,
     is_programmatic_answerer,
     resolve_answerer,
     resolve_model,
     resolve_questioner,
 )
 from privateshared.agents.throttle import ThrottledPlayer
+from privateshared.bench.defaults import DEFAULT_MODELS
 from privateshared.bench.running.layout import model_spec_of
 from privateshared.bench.running.local_model import LocalServer, is_local_model
 
-DEFAULT_MODELS = ("smollm2", "oracle", "mock")
 DEFAULT_GUIDED = ("smollm2",)
 """Models the default run plays twice: as clembench would (unguided) and guided, so that its
 tables set the model's format apart from its scorekeeping (agents/guided.py)."""

@@ -19,7 +19,6 @@ from privateshared.graph.context import now_iso
 from privateshared.graph.files import write_json
 from privateshared.graph.records import GAME_NAME
 
-DEFAULT_RESULTS_DIR = Path("records")
 EPISODE_FILES = ("instance.json", "interactions.json", "requests.json", "scores.json")
 
 

@@ -156,8 +156,3 @@ def play_in_workers(
                 process.terminate()
             process.join()
     return finished
-
-
-def default_workers() -> int:
-    """One worker per core this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
