@@ -83,6 +83,9 @@ def lock_file(path: Path, operation: int) -> int | None:
         except BlockingIOError:
             os.close(fd)
             return None
+        except OSError as error:  # a file system that cannot lock (ENOLCK): name the file
+            os.close(fd)
+            raise OSError(error.errno, error.strerror, str(path)) from None
         except BaseException:
             os.close(fd)
             raise
