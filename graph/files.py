@@ -4,7 +4,8 @@ Every record, result table, transcript page and instances file goes through `wri
 text goes to a temporary file beside the target, is flushed to disk, and is renamed over the
 target, so a crash, a full disk or Ctrl-C leaves the old file or the new one, never half of one.
 A run that was killed between the two steps leaves a temporary file behind; the next run sweeps
-it with `sweep_leftovers`.
+it with `sweep_leftovers`, when it is the only run writing into the folder (another live run's
+temporary files are its writes under way; bench/running/claims.py makes sure).
 
 This module sits low (the recorder in graph/ needs it, and everything above it writes through
 it) and imports nothing of the project.
@@ -60,6 +61,7 @@ def write_json(path: Path, data: BaseModel | JsonValue) -> None:
 
 def sweep_leftovers(folder: Path, pattern: str = "**/") -> int:
     """Delete the temporary files that killed writes left under `folder`; return how many.
+    Only while nothing else writes there: a live writer's temporary file looks the same.
 
     `pattern` narrows where to look (a glob prefix relative to `folder`), so a sweep of a
     results folder never reaches into files that are not ours."""

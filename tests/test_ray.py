@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from privateshared.agents.llm import ChatModelPlayer
 from privateshared.agents.refusals import CHECK_MESSAGE
 from privateshared.bench.cli import main
 from privateshared.bench.cli import run as cli_run
+from privateshared.bench.running.claims import try_claim
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import default_players
 from tests.test_golden_records import PICTURES, digest
@@ -124,6 +126,44 @@ def test_a_worker_killed_mid_episode_costs_only_that_episode(
     folders = sorted(tmp_path.glob("*/privateshared/*/episode_*"))
     assert len(folders) == 20 and all((f / "scores.json").is_file() for f in folders)
     assert set(written.values()) == {1} and len(written) == 20  # each written once
+
+
+def test_the_driver_leaves_an_episode_to_the_run_that_holds_it(
+    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another run (this test) holds one episode of the folder: the driver sends out the
+    others, waits, and finds it played when the other run lets it go."""
+    with FakeOpenAI(default_players()) as server:
+        common = [*PLAYERS, "--base-url", server.base_url]
+        assert main(["run", *common, "--workers", "1", "--results-dir", str(tmp_path / "l")]) == 0
+    local = digests(tmp_path / "l")
+    results = tmp_path / "r"
+    theirs = sorted((tmp_path / "l").glob("fake-model*/privateshared/*/episode_*"))[0]
+    folder = results / theirs.relative_to(tmp_path / "l")
+    claim = try_claim(results, folder)
+    assert claim is not None
+
+    def play_it_elsewhere() -> None:
+        """Once the driver has played every other episode, write this one's records (a local
+        run's) and let it go."""
+        deadline = time.monotonic() + 120
+        while len(list(results.rglob("scores.json"))) < 19 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shutil.copytree(theirs, folder, dirs_exist_ok=True)
+        claim.release()
+
+    capsys.readouterr()
+    with FakeOpenAI(default_players()) as server:
+        other = threading.Thread(target=play_it_elsewhere)
+        other.start()
+        code = main(["run", *PLAYERS, "--base-url", server.base_url, "--ray", "auto",
+                     "--results-dir", str(results)])  # fmt: skip
+        other.join()
+    assert code == 0
+    assert "played 1 of the 20 episodes this run set out to play" in capsys.readouterr().out
+    prompt = json.loads((theirs / "instance.json").read_text())["initial_prompt"]
+    assert prompt not in {request["body"]["messages"][0]["content"] for request in server.requests}
+    assert digests(results) == local  # and no .claims/ left
 
 
 def test_nothing_of_ray_is_imported_without_it() -> None:

@@ -3,6 +3,8 @@
 In order: the experiments to play (instances), the players (running/cast.py, after any local
 model's server is up), a check call per model, the plan of what is left to play, the episodes
 (in this process, in worker processes or on a Ray cluster), and the report over the folder.
+From the plan to the report the run holds the results folder beside any other run into it
+(running/claims.py), so that two runs share its episodes instead of each playing them all.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from privateshared.bench.running.budget import (
     stop_lines,
 )
 from privateshared.bench.running.cast import DEFAULT_MAX_SLOTS, Cast, cast_players, named_models
+from privateshared.bench.running.claims import hold_folder
 from privateshared.bench.running.episodes import Finished, record_episode, run_episodes
 from privateshared.bench.running.layout import model_spec_of
 from privateshared.bench.running.local_model import (
+    LocalModel,
     LocalServer,
     LocalServerExited,
     is_local_model,
@@ -39,7 +43,7 @@ from privateshared.bench.running.local_model import (
 from privateshared.bench.running.plan import (
     Episode,
     Playable,
-    is_done,
+    pending_episodes,
     plan_episodes,
     write_experiment_files,
 )
@@ -48,7 +52,6 @@ from privateshared.bench.running.progress import ProgressBar
 from privateshared.bench.running.ray_cluster import connect, play_on_ray
 from privateshared.bench.running.workers import OnFinished, play_in_workers
 from privateshared.graph.context import GameContext
-from privateshared.graph.files import sweep_leftovers
 
 
 def playable(args: argparse.Namespace) -> Playable:
@@ -82,6 +85,27 @@ def run_command(args: argparse.Namespace) -> int:
             "and --workers"
         )
     check_writable(args.results_dir)
+    with hold_folder(args.results_dir) as alone:  # till the report is written
+        played = serve_and_play(args, experiments, local, alone)
+        if played.finished or len(played.pending) < played.planned:
+            report(args.results_dir, this_run=played.planned)
+        # else a budget let no episode start: there is nothing to report yet
+    if played.budget is not None and played.budget.budget.stopped:
+        for line in stop_lines(played.budget.budget, played.left()):
+            print(f"privateshared: {line}", file=sys.stderr)
+    lines = error_lines(played.finished)
+    for line in lines:
+        print(f"privateshared: {line}", file=sys.stderr)
+    return 1 if lines else 0
+
+
+def serve_and_play(
+    args: argparse.Namespace,
+    experiments: Playable,
+    local: dict[str, LocalModel],
+    alone: bool,
+) -> Played:
+    """Start the local models' servers, play, and stop the servers."""
     with contextlib.ExitStack() as stack:
         servers = {
             name: stack.enter_context(
@@ -105,23 +129,13 @@ def run_command(args: argparse.Namespace) -> int:
             return next(filter(None, (server.exit_error() for server in servers.values())), None)
 
         try:
-            played = play(args, experiments, cast, workers, one_by_one, served_here, halt)
+            return play(args, experiments, cast, workers, one_by_one, served_here, alone, halt)
         except Exception:
             # Whatever failed (a check call, a worker, an episode), a server of ours that has
             # exited is why: its line, not the failure it caused.
             if (exited := halt()) is not None:
                 raise exited from None
             raise
-    if played.finished or len(played.pending) < played.planned:
-        report(args.results_dir, this_run=played.planned)
-    # else a budget let no episode start: there is nothing to report yet
-    if played.budget is not None and played.budget.budget.stopped:
-        for line in stop_lines(played.budget.budget, played.left()):
-            print(f"privateshared: {line}", file=sys.stderr)
-    lines = error_lines(played.finished)
-    for line in lines:
-        print(f"privateshared: {line}", file=sys.stderr)
-    return 1 if lines else 0
 
 
 def error_lines(finished: Sequence[Finished]) -> list[str]:
@@ -159,7 +173,7 @@ class Played:
     pending: Sequence[Episode]
     """Those it set out to play."""
     finished: list[Finished]
-    """Those it played."""
+    """Those done: played by it, or by another run into the folder meanwhile."""
     budget: BudgetedRun | None = None
     """Its budget, when it has one."""
 
@@ -179,12 +193,14 @@ def play(
     workers: int,
     one_by_one: bool = False,
     served_here: frozenset[str] | set[str] = frozenset(),
+    alone: bool = True,
     halt: Callable[[], BaseException | None] = lambda: None,
 ) -> Played:
     """Check the endpoints, then play every pending episode with a progress bar, in worker
     processes when there are cores for them, probing `one_by_one` if so, and the episodes of
     each server `served_here` (base URLs) one after another, within the run's budget if it
-    has one, until `halt` says why not (see `run_episodes`)."""
+    has one, until `halt` says why not (see `run_episodes`); unless `alone`, another run is
+    playing into the folder, and shares the work."""
     cast = cast.settled()  # before any call: a server that cannot be guided stops the run here
     models = cast.models()
     one_at_a_time = {
@@ -202,7 +218,7 @@ def play(
         cast.answerers, cast.questioner, experiments, args.results_dir,
         max_slots=DEFAULT_MAX_SLOTS if default_run else None,
     )  # fmt: skip
-    pending = [episode for episode in planned if args.rerun or not is_done(episode.folder)]
+    pending = pending_episodes(planned, args.rerun)
     if pending:  # one call per model and seat with the run's settings, before any episode
         answerers = list({id(e.answerer): e.answerer for e in pending}.values())
         check_models(answerers, cast.questioner, cast.judge, pending[0].instance)
@@ -221,7 +237,9 @@ def play(
     elif len(pending) < len(planned):
         print(f"{len(planned) - len(pending)} of {len(planned)} episodes are already done; "
               f"playing the other {len(pending)} (--rerun plays them all again)")  # fmt: skip
-    sweep_leftovers(args.results_dir)
+    if pending and not alone:
+        print(f"another run is playing into {args.results_dir}: this run leaves it the episodes "
+              "it has started, plays the others, then waits for those")  # fmt: skip
     write_experiment_files(pending, cast.questioner, args.results_dir, cast.judge)
     # A budget is kept in this process: its episodes are played here.
     workers = 1 if budget is not None else min(workers, max(len(pending), 1))
@@ -246,23 +264,29 @@ def play(
     progress = ProgressBar(len(pending))
 
     def finish(finished: Finished) -> None:
-        if budget is not None:
+        # One another run played cost this run nothing (its budget never started it).
+        if budget is not None and finished.status != "another run":
             budget.finish(finished.episode, finished.usage)
         progress(finished)
 
     try:
         if args.ray is not None:
-            return Played(len(planned), pending, play_on_ray(
+            played = Played(len(planned), pending, play_on_ray(
                 connect(args.ray), pending, cast, args.max_concurrent_calls,
                 one_by_one, args.concurrency,
                 lambda episode, state: record_episode(episode, state, GameContext(
                     answerer=episode.answerer, questioner=cast.questioner, judge=cast.judge,
                 ), args.results_dir),
-                progress,
+                progress, args.results_dir,
             ))  # fmt: skip
-        if workers == 1:
-            return Played(len(planned), pending, play_share(pending, finish), budget)
-        shared = play_in_workers(pending, play_share, workers, on_finished=progress)
-        return Played(len(planned), pending, shared)
+        elif workers == 1:
+            played = Played(len(planned), pending, play_share(pending, finish), budget)
+        else:
+            shared = play_in_workers(pending, play_share, workers, on_finished=progress)
+            played = Played(len(planned), pending, shared)
     finally:
         progress.close()
+    if theirs := sum(result.status == "another run" for result in played.finished):
+        print(f"another run into {args.results_dir} played {theirs} of the {len(pending)} "
+              "episodes this run set out to play; this run made no call for those")  # fmt: skip
+    return played

@@ -5,6 +5,7 @@
   settings.
 - `budget.py`: what each episode is expected to cost, and the budget that stops starting them.
 - `plan.py`: every (instance, answerer) episode of a run, where its records go, what is done.
+- `claims.py`: runs sharing a results folder: each episode claimed by the one run playing it.
 - `episodes.py`: plays episodes through the graph, many at once, and writes each one's records
   and transcript page as it ends.
 - `workers.py`, `ray_cluster.py`: the same episodes spread over worker processes or a Ray
@@ -15,12 +16,13 @@
 """
 
 from privateshared.bench.running.episodes import Finished, play_episode, run_episodes, save_episode
-from privateshared.bench.running.plan import Episode, is_done, plan_episodes
+from privateshared.bench.running.plan import Episode, is_done, pending_episodes, plan_episodes
 
 __all__ = [
     "Episode",
     "Finished",
     "is_done",
+    "pending_episodes",
     "plan_episodes",
     "play_episode",
     "run_episodes",

@@ -30,10 +30,11 @@ from privateshared.agents.langchain_player import LangChainPlayer
 from privateshared.agents.llm import ChatModelPlayer
 from privateshared.agents.registry import resolve_answerer, resolve_judge, resolve_questioner
 from privateshared.bench.reporting.evaluate import Evaluation, evaluate_benchmarks, read_episode
+from privateshared.bench.running.claims import hold_folder
 from privateshared.bench.running.episodes import run_episodes
 from privateshared.bench.running.plan import (
     Playable,
-    is_done,
+    pending_episodes,
     plan_episodes,
     write_experiment_files,
 )
@@ -48,7 +49,6 @@ from privateshared.domains.instances import (
     two_listener_instances_path,
 )
 from privateshared.domains.registry import known_domains
-from privateshared.graph.files import sweep_leftovers
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -153,20 +153,20 @@ async def arun_benchmark(
     models = [player for player in (*players, asker, rater)
               if isinstance(player, ChatModelPlayer | LangChainPlayer)]  # fmt: skip
     planned = plan_episodes(players, asker, playable, folder)
-    pending = [episode for episode in planned if rerun or not is_done(episode.folder)]
+    pending = pending_episodes(planned, rerun)
     if pending:  # one call per model and seat before any episode, as the command line makes
         await asyncio.to_thread(check_models, players, asker, rater, pending[0].instance)
-    folder.mkdir(parents=True, exist_ok=True)
-    sweep_leftovers(folder)
-    write_experiment_files(pending, asker, folder, rater)
-    try:
-        await run_episodes(
-            pending, asker, folder, concurrency=concurrency,
-            sequential_probes=sequential_probes, judge=rater,
-        )  # fmt: skip
-    finally:
-        for model in models:
-            await model.aclose()
+    # Beside any other run into the folder, which then shares the episodes (claims.py).
+    with hold_folder(folder):
+        write_experiment_files(pending, asker, folder, rater)
+        try:
+            await run_episodes(
+                pending, asker, folder, concurrency=concurrency,
+                sequential_probes=sequential_probes, judge=rater,
+            )  # fmt: skip
+        finally:
+            for model in models:
+                await model.aclose()
     evaluations = evaluate_benchmarks([read_episode(episode.folder) for episode in planned])
     if len(evaluations) > 1:
         raise ValueError(

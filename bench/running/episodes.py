@@ -4,13 +4,17 @@ Episodes run concurrently in one event loop (up to `concurrency` at once, the mo
 interleaved), and the probes of a round concurrently within an episode. Each episode's records
 are complete on disk once its last file is written (scores.json, or error.json when a call
 failed for good), so a run can be stopped at any moment: the same command plays what is missing.
+
+Runs may share a results folder: each episode is claimed before it is played (claims.py). One
+that another run holds is set aside, and played once that run lets it go, unless it was
+played by then; so every episode of the run is done when `run_episodes` returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,7 +23,8 @@ from pydantic import JsonValue
 
 from privateshared.agents.base import Player
 from privateshared.bench.reporting.transcripts.index import TRANSCRIPT_FILE, transcript_page
-from privateshared.bench.running.plan import Episode
+from privateshared.bench.running.claims import Claim, try_claim, wait_for_claim
+from privateshared.bench.running.plan import Episode, is_played_meanwhile
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.builder import graph
 from privateshared.graph.context import GameContext
@@ -29,7 +34,9 @@ from privateshared.graph.records import ABORTED, CallFailure
 from privateshared.graph.state import EpisodeRecords, EpisodeState
 from privateshared.graph.usage import EpisodeUsage, Seat, episode_usage
 
-Status = Literal["played", "aborted", "errored"]
+Status = Literal["played", "aborted", "errored", "another run"]
+"""How an episode of the run ended: the first three when this run played it; "another run"
+when another run into the same folder played it meanwhile, this run making no call for it."""
 
 
 async def play_episode(instance: GameInstance, context: GameContext) -> EpisodeState:
@@ -79,7 +86,8 @@ def seat_names(context: GameContext) -> dict[Seat, str]:
 
 @dataclass(frozen=True)
 class Finished:
-    """An episode this run played, as the progress display needs it."""
+    """An episode of this run that is done, as the progress display needs it: played by this
+    run, or by another (status "another run", no call, no usage)."""
 
     episode: Episode
     status: Status
@@ -131,7 +139,9 @@ async def run_episodes(
     halt: Callable[[], BaseException | None] = lambda: None,
 ) -> list[Finished]:
     """Play `episodes`, at most `concurrency` at once, writing each one's records as it ends;
-    an episode `admit` refuses when its turn comes is not started (a budget's say).
+    an episode `admit` refuses when its turn comes is not started (a budget's say). An episode
+    another run into `results_dir` is playing waits for that run, holding no slot, and is
+    reported as the other run's if that run finished it.
 
     `one_at_a_time` maps answerers (by name) to the server they share: the episodes of one
     server are played one after another. A server here (llama.cpp) answers one call at a time
@@ -146,10 +156,22 @@ async def run_episodes(
     servers = {server: asyncio.Semaphore(1) for server in (one_at_a_time or {}).values()}
     finished: list[Finished] = []
 
-    async def play(episode: Episode) -> None:
+    @contextlib.asynccontextmanager
+    async def turn(episode: Episode) -> AsyncIterator[None]:
         server = (one_at_a_time or {}).get(episode.answerer.name)
         # The server's turn first, so that waiting for it holds none of the run's slots.
         async with servers[server] if server else contextlib.nullcontext(), slots:
+            yield
+
+    def report(result: Finished) -> None:
+        finished.append(result)
+        on_finished(result)
+
+    async def play_claimed(episode: Episode, claim: Claim) -> None:
+        with claim:
+            if is_played_meanwhile(episode):
+                report(Finished(episode, "another run", 0))
+                return
             if (reason := halt()) is not None:
                 raise reason
             if not admit(episode):
@@ -161,9 +183,19 @@ async def run_episodes(
             state = await play_episode(episode.instance, context)
             if state.error is not None and (reason := halt()) is not None:
                 raise reason
-            result = record_episode(episode, state, context, results_dir)
-            finished.append(result)
-            on_finished(result)
+            report(record_episode(episode, state, context, results_dir))
+
+    async def play(episode: Episode) -> None:
+        async with turn(episode):
+            claim = try_claim(results_dir, episode.folder)
+            if claim is not None:
+                await play_claimed(episode, claim)
+                return
+        # Another run is playing it: wait for that run to let it go, holding no slot.
+        claim = await wait_for_claim(results_dir, episode.folder)
+        with claim:
+            async with turn(episode):
+                await play_claimed(episode, claim)
 
     try:
         async with asyncio.TaskGroup() as group:

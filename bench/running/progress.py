@@ -11,7 +11,8 @@ from privateshared.bench.running.episodes import Finished
 
 
 class ProgressBar:
-    """Episodes done out of the total, with aborted and errored ones and model calls so far."""
+    """Episodes done out of the total, with aborted and errored ones, those another run into the
+    folder played (once there are any), and model calls so far."""
 
     def __init__(self, total: int) -> None:
         # A terminal that reports no size would make tqdm print nothing; shutil falls back to 80x24.
@@ -25,7 +26,7 @@ class ProgressBar:
     def __call__(self, finished: Finished) -> None:
         self.counts["calls"] += finished.calls
         if finished.status != "played":
-            self.counts[finished.status] += 1
+            self.counts[finished.status] = self.counts.get(finished.status, 0) + 1
         self.bar.set_postfix(self.counts, refresh=False)
         self.bar.update()
 

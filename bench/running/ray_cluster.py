@@ -9,7 +9,9 @@ loaded it from need not exist there), plays the episode on its own event loop an
 final state. The driver writes every record, as a local run does, so the results folder is the
 same and resume works the same way: a killed driver leaves finished episodes on disk, and the
 next run plays only what is missing. A worker that dies mid-episode loses that episode's
-progress only: Ray runs the task again.
+progress only: Ray runs the task again. The driver also claims each episode before sending it
+out, as a local run claims it before playing it (claims.py), so runs sharing the folder never
+play an episode twice.
 
 A model's cap on calls under way holds across the whole cluster through one `CallSlots` actor
 per capped model, which every worker asks for a slot before each call.
@@ -18,8 +20,10 @@ per capped model, which every worker asks for a slot before each call.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from privateshared.agents.base import Player
@@ -29,9 +33,10 @@ from privateshared.agents.llm import ChatModelPlayer, ModelSpec
 from privateshared.agents.registry import resolve_model
 from privateshared.agents.throttle import ThrottledPlayer
 from privateshared.bench.running.cast import Cast
+from privateshared.bench.running.claims import WAIT, Claim, try_claim
 from privateshared.bench.running.episodes import Finished, play_episode
 from privateshared.bench.running.layout import model_spec_of
-from privateshared.bench.running.plan import Episode
+from privateshared.bench.running.plan import Episode, is_played_meanwhile
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext
 from privateshared.graph.state import EpisodeState
@@ -181,39 +186,66 @@ def play_on_ray(
     concurrency: int,
     save: Callable[[Episode, EpisodeState], Finished],
     on_finished: Callable[[Finished], None],
+    results_dir: Path,
 ) -> list[Finished]:
     """Play `episodes` as Ray tasks, at most `concurrency` at once over the cluster; the driver
-    saves each one as it comes back (`save`), so nothing is written by a worker."""
+    saves each one as it comes back (`save`), so nothing is written by a worker. The driver
+    claims each episode in `results_dir` before it sends it out (claims.py): one another run is
+    playing waits for that run, and is the other run's if that run finished it."""
     made = recipes(ray, cast, limit)
     cpus = max(float(ray.cluster_resources().get("CPU", 1.0)), 1.0)
     # Episodes mostly wait on calls: let `concurrency` of them share the cluster's CPUs.
     task = ray.remote(max_retries=TASK_RETRIES, num_cpus=min(1.0, cpus / concurrency))(_play_one)
     judge = made[cast.judge.name] if cast.judge else None
-    pending: dict[Any, Episode] = {}
+    pending: dict[Any, tuple[Episode, Claim]] = {}
     finished: list[Finished] = []
     queue = list(episodes)
-    while queue or pending:
-        while queue and len(pending) < concurrency:
-            episode = queue.pop(0)
-            ref = task.remote(episode.instance, made[episode.answerer.name],
-                              made[cast.questioner.name], judge, sequential_probes)  # fmt: skip
-            pending[ref] = episode
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            episode = pending.pop(ref)
-            try:
-                state = ray.get(ref)
-            except ray.exceptions.RayError as error:
-                # e.g. a worker without the model's key: one line, and the episodes finished
-                # so far stay written.
-                cause = getattr(error, "cause", None) or error
-                first = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
-                raise RayError(
-                    f"episode {episode.folder.name} of {episode.experiment.name} failed on the "
-                    f"cluster ({type(cause).__name__}: {first}); finished episodes are kept, "
-                    "fix it and run again"
-                ) from None
-            result = save(episode, state)
-            finished.append(result)
-            on_finished(result)
+    held: list[Episode] = []  # those another run holds, tried again every WAIT seconds
+
+    def report(result: Finished) -> None:
+        finished.append(result)
+        on_finished(result)
+
+    try:
+        while queue or held or pending:
+            while queue and len(pending) < concurrency:
+                episode = queue.pop(0)
+                claim = try_claim(results_dir, episode.folder)
+                if claim is None:
+                    held.append(episode)
+                elif is_played_meanwhile(episode):
+                    claim.release()
+                    report(Finished(episode, "another run", 0))
+                else:
+                    ref = task.remote(episode.instance, made[episode.answerer.name],
+                                      made[cast.questioner.name], judge,
+                                      sequential_probes)  # fmt: skip
+                    pending[ref] = episode, claim
+            retry = not queue and bool(held)
+            if retry:  # what is left to start, another run holds: look again soon
+                queue, held = held, []
+                if not pending:
+                    time.sleep(WAIT)
+                    continue
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT if retry else None)
+            for ref in done:
+                episode, claim = pending.pop(ref)
+                with claim:
+                    try:
+                        state = ray.get(ref)
+                    except ray.exceptions.RayError as error:
+                        # e.g. a worker without the model's key: one line, and the episodes
+                        # finished so far stay written.
+                        cause = getattr(error, "cause", None) or error
+                        said = str(cause).strip()
+                        first = said.splitlines()[-1] if said else ""
+                        raise RayError(
+                            f"episode {episode.folder.name} of {episode.experiment.name} failed "
+                            f"on the cluster ({type(cause).__name__}: {first}); finished "
+                            "episodes are kept, fix it and run again"
+                        ) from None
+                    report(save(episode, state))
+    finally:
+        for _, claim in pending.values():
+            claim.release()
     return finished

@@ -11,6 +11,7 @@ Workers are forked from the run's process after its imports and planning, so the
 milliseconds, not the second or more a fresh interpreter takes to import the stack. They ignore
 Ctrl-C (the run's process stops them) and Linux ends them should the run's process die, even by
 kill -9; an episode a worker was playing then has no scores.json, and the next run plays it.
+Each worker claims the episodes it plays itself (claims.py), so its claims end with it.
 """
 
 from __future__ import annotations
