@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
 
+from privateshared.bench.running.local_model import CONTEXT_TOKENS, locate, server_environment
+
+# The library the server would load: our build for any CPU, or llama-cpp-python's own.
+os.environ.update(server_environment())
 import llama_cpp
 
 from privateshared.bench.running.llama_build import compiled_features
-from privateshared.bench.running.local_model import CONTEXT_TOKENS, locate
 from privateshared.domains.instances import default_instance
 
 GENERATED = 64
@@ -74,7 +78,8 @@ def main() -> int:
     cold = median_seconds(args.runs, probe, model.reset)
     warm = median_seconds(args.runs, probe, lambda: None)
     generation = median_seconds(args.runs, generate, model.reset)
-    print(f"llama.cpp {llama_cpp.__version__} built with: "
+    which = "llama-cpp-python's own" if "LLAMA_CPP_LIB_PATH" not in os.environ else "our"
+    print(f"llama.cpp {llama_cpp.__version__} ({which} build), its CPU code built with: "
           f"{', '.join(sorted(built)) or 'no optional instruction set'}")  # fmt: skip
     print(f"a probe after {len(prompt)} tokens, evaluated from scratch: {cold * 1000:7.0f} ms")
     print(f"a probe, the prompt cached but its last message:    {warm * 1000:7.0f} ms")

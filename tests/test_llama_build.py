@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from privateshared.bench.running import local_model
 from privateshared.bench.running.llama_build import (
     BUILD_COMMAND,
     CMAKE_OPTIONS,
@@ -27,7 +28,7 @@ from privateshared.bench.running.llama_build import (
     recipe_key,
     variants_for,
 )
-from privateshared.bench.running.local_model import exit_line
+from privateshared.bench.running.local_model import LocalModelError, exit_line, server_environment
 
 REPO = Path(__file__).resolve().parents[1]
 ZEN4 = frozenset({"fpu", "pni", "ssse3", "sse4_2", "avx", "avx2", "bmi2", "fma", "f16c",
@@ -188,3 +189,19 @@ def test_other_ends_of_a_server(returncode: int | None, said: str) -> None:
     line = exit_line("local:m.gguf", returncode, Path("x.log"), "", ours=True)
     assert said in line and "its log: x.log" in line
     assert BUILD_COMMAND not in line  # no rebuild for what a rebuild cannot change
+
+
+def test_the_server_loads_a_user_s_own_build_as_it_is_else_ours_else_says_how_to_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = tmp_path / "ours"
+    monkeypatch.setattr(local_model, "library_dir", lambda: ours)
+    monkeypatch.setattr(local_model, "own_libraries", lambda: tmp_path / "site-packages")
+    assert server_environment() == {}  # a native or GPU build of the user's: played as it is
+    monkeypatch.setattr(local_model, "own_libraries", lambda: None)
+    with pytest.raises(LocalModelError, match=f"not built on this machine .*; build it: "
+                                              f"{BUILD_COMMAND}$"):  # fmt: skip
+        server_environment()
+    ours.mkdir()
+    (ours / "build.json").write_text("{}")
+    assert server_environment() == {"LLAMA_CPP_LIB_PATH": str(ours)}

@@ -33,6 +33,7 @@ from privateshared.bench.running.cast import DEFAULT_MAX_SLOTS, Cast, cast_playe
 from privateshared.bench.running.claims import hold_folder
 from privateshared.bench.running.episodes import Finished, record_episode, run_episodes
 from privateshared.bench.running.layout import model_spec_of
+from privateshared.bench.running.llama_build import BUILD_COMMAND
 from privateshared.bench.running.local_model import (
     LocalModel,
     LocalServer,
@@ -113,6 +114,11 @@ def serve_and_play(
             )
             for name, model in local.items()
         }
+        for name, server in servers.items():
+            if not server.environment:  # never silently another build than the one we make
+                print(f"{name}: its server runs llama-cpp-python's own build of llama.cpp, not "
+                      f"the project's for any CPU ({BUILD_COMMAND} installs that)",
+                      file=sys.stderr)  # fmt: skip
         cast = cast_players(args, servers)
         assert cast is not None  # every local model has its server now
         # A model served here (llama.cpp) answers one call at a time and needs the cores:
