@@ -309,12 +309,16 @@ def loaded_build(environ: Mapping[str, str] = os.environ) -> LoadedBuild:
     folder = own or library_dir(environ)
     if own is None and not (folder / "build.json").is_file():
         raise FileNotFoundError(f"llama.cpp is not built here; build it: {BUILD_COMMAND}")
+    # The library itself, through ctypes: llama-cpp-python's own imports need packages that
+    # `make install` adds only after the build.
     probe = (
-        "import llama_cpp; llama_cpp.llama_backend_init(); "
-        "print(llama_cpp.llama_print_system_info().decode())"
+        "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.llama_backend_init(); "
+        "lib.llama_print_system_info.restype = ctypes.c_char_p; "
+        "print(lib.llama_print_system_info().decode())"
     )
-    env = {**environ} if own else {**environ, "LLAMA_CPP_LIB_PATH": str(folder)}
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    library = next(iter(sorted(folder.glob("libllama.*"))), folder / "libllama.so")
+    done = subprocess.run([sys.executable, "-c", probe, str(library)], env=dict(environ),
+                          capture_output=True, text=True)  # fmt: skip
     if done.returncode != 0:
         said = " ".join((done.stderr or f"exit code {done.returncode}").split())
         raise RuntimeError(f"llama.cpp does not load here: {said[-300:]}")
