@@ -137,8 +137,13 @@ _OPENAI_KEY = "needs an OpenAI key"
 _RAY = "needs a Ray cluster of the user's machines"
 _REGISTRY = "needs the user's models.yaml (not in the repository), an OpenAI key and a vLLM server"
 NOT_RUN: dict[str, str] = {
-    "make run": "builds llama-cpp-python (about 6 minutes) and plays SmolLM2 for minutes; "
+    "make run": "builds llama.cpp (about 3 minutes) and plays SmolLM2 for minutes; "
     "measured by hand (its rows of the reference players are checked against REFERENCE_RUN)",
+    "privateshared llama-cpp info": "tests/test_local_model.py asks the same of the library "
+    "(test_the_installed_llama_cpp_is_the_build_for_any_cpu); its folder differs per machine",
+    'CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF" pip install --no-cache-dir '
+    "--force-reinstall --no-deps llama-cpp-python==0.3.36": "compiles llama.cpp natively for "
+    "minutes and would replace the build for any CPU in the environment the tests run in",
     "make test": "CI runs make test itself; this test is part of it",
     "make install": "creates .venv and installs the package: the environment this test runs in",
     "export OPENAI_API_KEY=sk-...": "sets the user's OpenAI key",
