@@ -2,12 +2,13 @@
 #           (SmolLM2 run here by llama.cpp, the oracle and the mock).
 # make test: set up the same environment with the test tools (and Chromium, for the browser
 #            test, where this shell may install it) and run every test.
+# make docs: build the documentation site into site/.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-local run test lint clean browser
+.PHONY: install install-local run test lint docs clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,10 +56,14 @@ browser:
 test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest
 
+# The documentation site, from docs/ and the docstrings (mkdocs.yml), into site/.
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python scripts/typecheck.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -281,7 +281,7 @@ class ChatModelPlayer:
     SDK documents for requests it has no typed method for), with the messages already in the
     chat format: the typed `chat.completions.create`, and langchain-openai's `ChatOpenAI` on top
     of it, would check and convert every message of the growing dialogue against the SDK's
-    message types on every call, the largest cost of a run (see the README's Performance). The
+    message types on every call, the largest cost of a run (see docs/performance.md). The
     SDK still sends, authenticates, times out and raises its errors; records keep the chat
     completion exactly as the endpoint returned it.
     """

@@ -14,9 +14,10 @@ the resident memory of the run and its workers together (proportional set sizes,
 a worker shares with the process it was forked from count once), sampled every 50 ms.
 
 clembench runs side by side, alternating with ours, when `--clem` names its `clem` command and
-`--clembench-game` its privateshared game folder (the README says how to set them up); shared
-machines drift from run to run, so only figures taken in the same minutes compare. Without
-them, the figures recorded below stand in (or --clembench-wall and --clembench-cpu-per-call).
+`--clembench-game` its privateshared game folder (docs/performance.md says how to set them
+up); shared machines drift from run to run, so only figures taken in the same minutes
+compare. Without them, the figures recorded below stand in (or --clembench-wall and
+--clembench-cpu-per-call).
 clembench plays its calls one after another, so its time at latency L is its time at 0 plus
 calls x L.
 

@@ -344,7 +344,7 @@ def test_later_clemcore_layout_replays(tmp_path: Path, capsys: pytest.CaptureFix
 def test_eval_of_replayed_records_shows_intervals_beside_clembenchs_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The README's replay of both layouts into one folder, then `eval`: each model's row keeps
+    """The documented replay of both layouts into one folder, then `eval`: each model's row keeps
     clembench's Quality Score (std) and gains Wilson's interval of its % Played; the row over
     all models, 5 played of 10, gains bootstrap intervals around its Quality Score and
     clemscore; clembench's results.csv has its columns and no others."""

@@ -1,5 +1,5 @@
 """`run_benchmark` and `arun_benchmark`: a whole run from Python, its evaluation returned as data
-(the README's examples run it as pasted, in tests/test_readme.py; here its edges)."""
+(the documentation's examples run it as pasted, in tests/test_docs.py; here its edges)."""
 
 from __future__ import annotations
 

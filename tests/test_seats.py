@@ -147,7 +147,7 @@ async def test_a_resume_naming_others_is_refused_and_leaves_the_episode(
 
 
 async def test_a_context_that_repeats_the_players_is_fine() -> None:
-    """Resending the context, as the README shows, or spelling out the defaults, plays on."""
+    """Resending the context, as the Studio page shows, or spelling out the defaults, plays on."""
     graph, config = new_thread()
     values = await graph.ainvoke(START, config, context={"answerer": "human", "max_tries": 3})
     same = {"answerer": "human", "questioner": "programmatic", "judge": None, "max_tries": 3,

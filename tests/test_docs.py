@@ -1,25 +1,30 @@
-"""The README's commands, run as pasted from a fresh clone, print what the README says.
+"""The README's and the documentation's commands, run as pasted from a fresh clone, print what
+they say.
 
-Every shell command of README.md's `sh` blocks (and the `$ ` lines of its `console` blocks) is
-classified below, in one of two lists: the commands this module runs (no key, no outside
-server, no minutes-long build) and those it does not, each with its reason. A README command
-added or changed later fails `test_every_readme_command_is_classified_once` until it is put in
-one list, and a command that left the README fails it too, so the lists cannot drift.
+The documents are README.md and the pages of docs/, in the order of the site's navigation
+(mkdocs.yml), read as one text (`docs_text`; `where` names a line's file and line). Every shell
+command of their `sh` blocks (and the `$ ` lines of `console` blocks) is classified below, in one
+of two lists: the commands this module runs (no key, no outside server, no minutes-long build)
+and those it does not, each with its reason. A command added or changed later fails
+`test_every_documented_command_is_classified_once` until it is put in one list, and a command
+that left the documents fails it too, so the lists cannot drift.
 
-The runnable commands are run as a user who followed the README would run them: in README
+The runnable commands are run as a user who followed the documents would run them: in reading
 order, from a copy of the repository's files (`git ls-files -co --exclude-standard`) in
 `<tmp>/work/main` beside a link `<tmp>/work/shared` to `../shared`, with the virtual
-environment's `bin/` first on PATH (the README says to activate it), each through `bash -c`
+environment's `bin/` first on PATH (the pages say to activate it), each through `bash -c`
 exactly as pasted, with a timeout. Later commands read what earlier ones wrote (records/, the
 replay's /tmp/replayed), so one module-scoped fixture runs them all, and each test checks one
-claim of the README against what a command printed or wrote. The README's tables and quoted
-output are read from README.md itself; no number of theirs is copied here.
+claim of the documents against what a command printed or wrote. Their tables and quoted output
+are read from the documents themselves; no number of theirs is copied here. Every Python block
+runs too, as a script.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -35,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from privateshared.bench.cli.parser import build_parser
 from tests.conftest import (
@@ -49,17 +55,18 @@ from tests.test_user_domains import NAME as CLINIC
 from tests.test_user_domains import make_clinic
 
 README = REPO / "README.md"
+MKDOCS = REPO / "mkdocs.yml"
 VENV_BIN = Path(sys.executable).parent
 """The environment running the tests: the `.venv` that `make test` (or `make install`) made."""
 
 COMMAND_TIMEOUT = 120.0
-"""Seconds one README command may take; the slowest here takes about 15 s on 2 cores."""
+"""Seconds one documented command may take; the slowest here takes about 15 s on 2 cores."""
 SERVER_START_TIMEOUT = 30.0
 """Seconds the fake endpoint gets to print its URL."""
 SERVER_STOP_TIMEOUT = 10.0
 """Seconds the fake endpoint gets to stop after Ctrl-C before it is killed."""
 
-# --- The README's commands, as keys: one line per logical line (lines ending in `\` joined),
+# --- The documented commands, as keys: one line per logical line (lines ending in `\` joined),
 # comments dropped, runs of spaces collapsed.
 
 TWO_LISTENER_RUN = (
@@ -113,24 +120,24 @@ DOMAIN_CHECK = "privateshared domains check --domains my_domains"
 RUN: dict[str, str] = {
     TWO_LISTENER_RUN: "results.json equals the two-listener table of 'Who knows what'",
     REFERENCE_RUN: "results.json equals the reference players' table; its table rows are "
-    "those the README shows for `make run`",
+    "those the documents show for `make run`",
     SUBSET_RUN: "plays (here: finds done) the oracle's travel-booking episodes",
     RUN_HELP: "lists every option of `run` with a help text and its default",
     FAKE_ENDPOINT: "prints its URL, serves the next command, stops on Ctrl-C",
     FAKE_RUN: "every call went over HTTP to the fake endpoint; its answerer scores 100",
-    REPLAY_LOOP: "prints the summary lines and the episode line the README quotes",
+    REPLAY_LOOP: "prints the summary lines and the episode line the documents quote",
     EVAL_REPLAYED: "prints a row for every model replayed",
     INSTANCES_IDENTICAL: "prints identical",
     INSTANCES_30: "writes 30 instances per experiment",
     RUN_30: "plays all of them",
-    MINE_RUN: "the README's own players play from their files, under their names",
+    MINE_RUN: "the documented players play from their files, under their names",
     MINE_SWAPPED_BACK: "the programmatic questioner takes the seat back",
     DOMAIN_INSTANCES: "writes instances of the user's domain only",
     DOMAIN_RUN: "plays them: the oracle scores 100",
     DOMAIN_RUN_BY_NAME: "plays the domain's default instances by its experiment's name",
     DOMAIN_CHECK: "lists every known domain, the user's with its folder",
 }
-"""The commands this module runs, in no particular order (they run in README order), with
+"""The commands this module runs, in no particular order (they run in reading order), with
 what it checks of each."""
 
 _OPENAI_KEY = "needs an OpenAI key"
@@ -145,6 +152,7 @@ NOT_RUN: dict[str, str] = {
     "--force-reinstall --no-deps llama-cpp-python==0.3.36": "compiles llama.cpp natively for "
     "minutes and would replace the build for any CPU in the environment the tests run in",
     "make test": "CI runs make test itself; this test is part of it",
+    "make docs": "tests/test_docs_site.py builds the site the same way, in strict mode",
     "make install": "creates .venv and installs the package: the environment this test runs in",
     "export OPENAI_API_KEY=sk-...": "sets the user's OpenAI key",
     "privateshared run --model gpt-4o-2024-08-06": _OPENAI_KEY,
@@ -212,7 +220,7 @@ have_shared = pytest.mark.skipif(
     reason="../shared/clembench-records or ../shared/clembench-resources is not on this machine",
 )
 
-# --- Reading README.md
+# --- Reading the documents
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _SHELLS = {"sh", "bash", "shell", "zsh"}
@@ -220,11 +228,11 @@ _SHELLS = {"sh", "bash", "shell", "zsh"}
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced code block of the README."""
+    """One fenced code block of the documents."""
 
     language: str
     start: int
-    """Index (0-based) of its opening fence among the README's lines."""
+    """Index (0-based) of its opening fence among the documents' lines (`where` names it)."""
     lines: tuple[str, ...]
 
 
@@ -235,9 +243,9 @@ class Command:
     key: str
     """Its logical lines (continuations joined, comments dropped, spaces collapsed)."""
     pasted: str
-    """Its lines as the README has them: what a user pastes."""
+    """Its lines as the documents have them: what a user pastes."""
     line: int
-    """README line (1-based) of its first line."""
+    """Line (1-based) of its first line in `docs_text` (`where` names it)."""
 
 
 def code_blocks(text: str) -> list[Block]:
@@ -292,12 +300,12 @@ def shell_commands(block: Block) -> list[Command]:
             commands.append(Command("\n".join(logical), "\n".join(pasted), first))
             pasted, logical = [], []
     if pasted:
-        raise ValueError(f"README.md line {first}: the command starting there never ends")
+        raise ValueError(f"{where(first)}: the command starting there never ends")
     return commands
 
 
-def readme_commands(text: str) -> list[Command]:
-    """Every command of the README's shell blocks and console blocks, in README order."""
+def documented_commands(text: str) -> list[Command]:
+    """Every command of the documents' shell blocks and console blocks, in reading order."""
     commands: list[Command] = []
     for block in code_blocks(text):
         if block.language in _SHELLS:
@@ -313,14 +321,14 @@ def readme_commands(text: str) -> list[Command]:
 
 def block_after(text: str, command: str, language: str = "") -> Block:
     """The first code block in `language` (unlabelled by default) after the block that holds
-    `command`: the output the README shows for it."""
+    `command`: the output the documents show for it."""
     blocks = code_blocks(text)
     for index, block in enumerate(blocks):
         if block.language in _SHELLS and any(c.key == command for c in shell_commands(block)):
             following = [b for b in blocks[index + 1 :] if b.language == language]
-            assert following, f"README.md: no output block after the one with {command!r}"
+            assert following, f"{where(block.start + 1)}: no output block after {command!r}"
             return following[0]
-    raise AssertionError(f"README.md no longer has the command {command!r}")
+    raise AssertionError(f"the documents no longer have the command {command!r}")
 
 
 @dataclass(frozen=True)
@@ -328,7 +336,7 @@ class Table:
     """A markdown table: its header cells and rows of cells, and where it starts."""
 
     line: int
-    """README line (1-based) of its header."""
+    """Line (1-based) of its header in `docs_text`."""
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
 
@@ -337,7 +345,7 @@ def tables_after(text: str, anchor: str) -> list[Table]:
     """The markdown tables after the first line that contains `anchor`."""
     lines = text.splitlines()
     starts = [index for index, line in enumerate(lines) if anchor in line]
-    assert starts, f"README.md no longer has the line with {anchor!r}"
+    assert starts, f"the documents no longer have the line with {anchor!r}"
     tables: list[Table] = []
     index = starts[0]
     while index < len(lines):
@@ -355,24 +363,58 @@ def tables_after(text: str, anchor: str) -> list[Table]:
     return tables
 
 
-def readme_text() -> str:
-    return README.read_text(encoding="utf-8")
+def documents() -> list[Path]:
+    """README.md, then the pages of docs/ in the order of the site's navigation."""
+
+    def pages(entries: Any) -> Iterator[str]:
+        for entry in entries:
+            if isinstance(entry, str):
+                yield entry
+            elif isinstance(entry, dict):
+                for value in entry.values():
+                    yield from pages([value] if isinstance(value, str) else value)
+
+    nav = yaml.safe_load(MKDOCS.read_text(encoding="utf-8"))["nav"]
+    return [README, *(REPO / "docs" / page for page in pages(nav))]
+
+
+@functools.cache
+def _read() -> tuple[str, tuple[tuple[int, Path], ...]]:
+    texts, starts, line = [], [], 1
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        text = text if text.endswith("\n") else text + "\n"
+        texts.append(text)
+        starts.append((line, path))
+        line += text.count("\n")
+    return "".join(texts), tuple(starts)
+
+
+def docs_text() -> str:
+    """The documents as one text, in reading order (no fenced block spans two of them)."""
+    return _read()[0]
+
+
+def where(line: int) -> str:
+    """A line (1-based) of `docs_text` as its file and line there, e.g. `docs/run.md line 12`."""
+    start, path = [(start, path) for start, path in _read()[1] if start <= line][-1]
+    return f"{path.relative_to(REPO)} line {line - start + 1}"
 
 
 def python_blocks(text: str) -> list[Block]:
-    """The README's Python blocks, each a whole script."""
+    """The documents' Python blocks, each a whole script."""
     return [block for block in code_blocks(text) if block.language == "python"]
 
 
 def saved_name(block: Block) -> str | None:
-    """The file the README says to save a Python block as: `# asker.py: ...` on its first
+    """The file the documents say to save a Python block as: `# asker.py: ...` on its first
     line."""
     match = re.match(r"# (\w+\.py):", block.lines[0]) if block.lines else None
     return match.group(1) if match else None
 
 
 def claimed_output(text: str, block: Block) -> list[str]:
-    """The lines the README says a Python block prints: the `backticked` texts after "prints"
+    """The lines the documents say a Python block prints: the `backticked` texts after "prints"
     in the prose between the block and the next one."""
     lines = text.splitlines()
     end = block.start + len(block.lines) + 2
@@ -383,9 +425,9 @@ def claimed_output(text: str, block: Block) -> list[str]:
 
 
 def make_users_files(folder: Path) -> None:
-    """What the README assumes its reader made: the Python files it says to save, and a folder
+    """What the documents assume their reader made: the Python files they say to save, and a folder
     `my_domains/` holding a domain `clinic-intake` (the shipped travel booking, renamed)."""
-    for block in python_blocks(readme_text()):
+    for block in python_blocks(docs_text()):
         name = saved_name(block)
         if name is not None:
             (folder / name).write_text("\n".join(block.lines) + "\n")
@@ -398,7 +440,7 @@ def make_users_files(folder: Path) -> None:
 
 @dataclass
 class Ran:
-    """What one README command did."""
+    """What one documented command did."""
 
     command: Command
     returncode: int | None
@@ -413,7 +455,7 @@ class Ran:
 
     def describe(self) -> str:
         return (
-            f"README.md line {self.command.line}: {self.command.pasted}\n"
+            f"{where(self.command.line)}: {self.command.pasted}\n"
             f"exit code {self.returncode}{'; ' + self.problem if self.problem else ''}\n"
             f"--- stdout\n{self.stdout[-4000:]}--- stderr\n{self.stderr[-4000:]}"
         )
@@ -538,7 +580,7 @@ def start_serving(command: Command, cwd: Path, env: dict[str, str], log: Path) -
     if port and _port_is_taken(int(port.group(1))):
         problem = (
             f"port {port.group(1)} on 127.0.0.1 is taken (another server, or a fake endpoint "
-            "left running?), so the README's command cannot serve there; free it and rerun"
+            "left running?), so the documented command cannot serve there; free it and rerun"
         )
         return Serving(command, None, log, started, problem)
     with (
@@ -581,11 +623,11 @@ def stop_serving(serving: Serving) -> Ran:
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ran]]:
-    """Run the README's runnable commands in README order from a fresh copy; by command key.
+    """Run the documents' runnable commands in reading order from a fresh copy; by command key.
 
     A serving command runs in the background until the command after it has ended. The fixed
     paths the commands write under /tmp are removed before and after."""
-    root = tmp_path_factory.mktemp("readme")
+    root = tmp_path_factory.mktemp("docs")
     cwd = _clone(root)
     env = _environment()
     fixed = _fixed_paths(list(RUN))
@@ -593,7 +635,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ran]]:
     outcomes: dict[str, Ran] = {}
     serving: Serving | None = None
     try:
-        for command in readme_commands(readme_text()):
+        for command in documented_commands(docs_text()):
             if command.key not in RUN or command.key in outcomes:
                 continue
             if command.key in NEEDS_SHARED and not SHARED_PRESENT:
@@ -618,7 +660,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ran]]:
 
 def outcome(ran: dict[str, Ran], key: str) -> Ran:
     """What the command did; it must have run and exited with status 0."""
-    assert key in ran, f"the README command was not run (no longer in the README?):\n{key}"
+    assert key in ran, f"the command was not run (no longer documented?):\n{key}"
     result = ran[key]
     assert result.returncode == 0, result.describe()
     return result
@@ -627,16 +669,16 @@ def outcome(ran: dict[str, Ran], key: str) -> Ran:
 # --- Checks
 
 
-def test_every_readme_command_is_classified_once() -> None:
-    commands = {command.key: command.line for command in readme_commands(readme_text())}
+def test_every_documented_command_is_classified_once() -> None:
+    commands = {command.key: command.line for command in documented_commands(docs_text())}
     both = set(RUN) & set(NOT_RUN)
     assert not both, f"in both lists: {sorted(both)}"
     unclassified = {key: line for key, line in commands.items() if key not in RUN | NOT_RUN}
-    assert not unclassified, "README commands in neither list (add each to RUN or NOT_RUN):\n" + (
-        "\n".join(f"line {line}: {key!r}" for key, line in unclassified.items())
+    assert not unclassified, "commands in neither list (add each to RUN or NOT_RUN):\n" + (
+        "\n".join(f"{where(line)}: {key!r}" for key, line in unclassified.items())
     )
     gone = [key for key in [*RUN, *NOT_RUN] if key not in commands]
-    assert not gone, "listed commands no longer in the README:\n" + "\n".join(map(repr, gone))
+    assert not gone, "listed commands no longer documented:\n" + "\n".join(map(repr, gone))
 
 
 def test_shell_commands_are_read_as_a_shell_reads_them() -> None:
@@ -674,7 +716,7 @@ def _models(command: str) -> list[str]:
 
 def _folder(model: str) -> str:
     """The records folder (clembench's 'model') of an answerer played with the programmatic
-    questioner at the default temperature, as the README's Records section names it."""
+    questioner at the default temperature, as the Records page names it."""
     return f"{model}-t0.0--{model}-t0.0"
 
 
@@ -694,7 +736,7 @@ _NUMBER = r"\d+(?:\.\d+)?"
 def _compare_table(
     table: Table, evaluation: dict[str, Any], command: str, bracket: str
 ) -> list[str]:
-    """Where a README table of Quality Scores per player and experiment differs from the
+    """Where a documented table of Quality Scores per player and experiment differs from the
     evaluation its command produced. `bracket`: what a cell's `(...)` gives, `played` (% Played,
     shown where it is not 100) or `perspective` (Perspective Accuracy, then `; NN %` where %
     Played is not 100)."""
@@ -716,7 +758,7 @@ def _compare_table(
         players += names
         for name in names:
             for index, experiment in columns.items():
-                where = f"README.md line {line}, {name} on {experiment}"
+                at = f"{where(line)}, {name} on {experiment}"
                 cell = row[index]
                 aggregate = by_experiment.get((_folder(name), experiment))
                 # "14.75", "14.75 (80 %)", "86.59 (0.00)" or "3.55 (0.00; 90 %)"
@@ -724,27 +766,27 @@ def _compare_table(
                     rf"({_NUMBER})(?: \(({_NUMBER})( %)?(?:; ({_NUMBER}) %)?\))?", cell
                 )
                 if aggregate is None or match is None:
-                    problems.append(f"{where}: {cell!r}; results.json has {aggregate}")
+                    problems.append(f"{at}: {cell!r}; results.json has {aggregate}")
                     continue
                 quality, played = aggregate["quality_score"], aggregate["percent_played"]
                 if float(match.group(1)) != round(quality, 2):
-                    problems.append(f"{where}: README {cell!r}, run: Quality Score {quality:.2f}")
+                    problems.append(f"{at}: shown {cell!r}, run: Quality Score {quality:.2f}")
                 if bracket == "played" and (
                     (match.group(2) is None and played != 100)
                     or (match.group(2) is not None and float(match.group(2)) != round(played, 2))
                 ):
-                    problems.append(f"{where}: README {cell!r}, run: % Played {played:g}")
+                    problems.append(f"{at}: shown {cell!r}, run: % Played {played:g}")
                 shown = match.group(4)
                 if bracket == "perspective" and (
                     (shown is None and played != 100)
                     or (shown is not None and float(shown) != round(played, 2))
                 ):
-                    problems.append(f"{where}: README {cell!r}, run: % Played {played:g}")
+                    problems.append(f"{at}: shown {cell!r}, run: % Played {played:g}")
                 if bracket == "perspective" and match.group(2) is not None:
                     perspective = listeners[(_folder(name), experiment)]["perspective_accuracy"]
                     if float(match.group(2)) != round(perspective, 2):
                         problems.append(
-                            f"{where}: README {cell!r}, run: Perspective Accuracy {perspective:.2f}"
+                            f"{at}: shown {cell!r}, run: Perspective Accuracy {perspective:.2f}"
                         )
     if sorted(players) != sorted(_models(command)):
         problems.append(f"the table's players {players}, the command's {_models(command)}")
@@ -754,10 +796,10 @@ def _compare_table(
 def _experiment_table(anchor: str, evaluation: dict[str, Any]) -> Table:
     """The first table after `anchor` with a column per experiment of `evaluation`."""
     experiments = {a["experiment"] for a in evaluation["experiments"]}
-    for table in tables_after(readme_text(), anchor):
+    for table in tables_after(docs_text(), anchor):
         if experiments & {"-".join(cell.split()) for cell in table.header}:
             return table
-    raise AssertionError(f"README.md: no table of experiments after {anchor!r}")
+    raise AssertionError(f"the documents have no table of experiments after {anchor!r}")
 
 
 def test_reference_table_is_what_its_command_measured(ran: dict[str, Ran]) -> None:
@@ -773,24 +815,24 @@ def test_two_listener_table_is_what_its_command_measured(ran: dict[str, Ran]) ->
     results = outcome(ran, TWO_LISTENER_RUN).results
     assert results is not None, "the run wrote no records/results.json"
     evaluation = _evaluation(results, "two-listeners")
-    table = _experiment_table("## Who knows what: two listeners", evaluation)
+    table = _experiment_table("# Who knows what: two listeners", evaluation)
     problems = _compare_table(table, evaluation, TWO_LISTENER_RUN, "perspective")
     assert not problems, "\n".join(problems)
 
 
 def test_make_run_rows_of_the_reference_players(ran: dict[str, Ran]) -> None:
     """`make run` plays SmolLM2 too (minutes), but its oracle and mock play the same 50
-    instances as the reference run, so the README's rows for them must be printed by it."""
+    instances as the reference run, so the documented rows for them must be printed by it."""
     printed = {tuple(line.split()) for line in outcome(ran, REFERENCE_RUN).stdout.splitlines()}
-    shown = block_after(readme_text(), "make run")
+    shown = block_after(docs_text(), "make run")
     folders = {_folder(model) for model in _models(REFERENCE_RUN)}
     # (Their tokens rows aside: the reference run calls no model, so it prints no tokens table.)
     rows = [line for line in shown.lines if line.split() and line.split()[0] in folders
             and "no usage reported" not in line]  # fmt: skip
-    assert len(rows) >= 2, f"README.md line {shown.start + 1}: no rows of the reference players"
+    assert len(rows) >= 2, f"{where(shown.start + 1)}: no rows of the reference players"
     missing = [row for row in rows if tuple(row.split()) not in printed]
     assert not missing, (
-        f"rows of the README's block at line {shown.start + 1} that the run did not print:\n"
+        f"rows of the block at {where(shown.start + 1)} that the run did not print:\n"
         + "\n".join(missing)
         + f"\n--- it printed\n{ran[REFERENCE_RUN].stdout}"
     )
@@ -825,7 +867,7 @@ def _help_entries(text: str) -> dict[str, str]:
 
 
 def test_run_help_lists_every_option_with_help_and_default(ran: dict[str, Ran]) -> None:
-    """The README: "`--help` lists every option with its default". Every option of `run` has a
+    """The Run it page: "`--help` lists every option with its default". Every option of `run` has a
     help text, and every one with a default (not a flag) says it."""
     entries = _help_entries(outcome(ran, RUN_HELP).stdout)
     run_parser = next(
@@ -853,7 +895,7 @@ def test_run_help_lists_every_option_with_help_and_default(ran: dict[str, Ran]) 
 def test_fake_endpoint_prints_its_url_serves_the_run_and_stops_on_ctrl_c(
     ran: dict[str, Ran],
 ) -> None:
-    assert FAKE_ENDPOINT in ran, "the fake endpoint was not started (no longer in the README?)"
+    assert FAKE_ENDPOINT in ran, "the fake endpoint was not started (no longer documented?)"
     server = ran[FAKE_ENDPOINT]
     assert not server.problem, server.describe()
     base_url = re.search(r"--base-url (\S+)", FAKE_RUN)
@@ -876,21 +918,21 @@ def test_fake_endpoint_prints_its_url_serves_the_run_and_stops_on_ctrl_c(
 
 
 @have_shared
-def test_replay_prints_what_the_readme_shows(ran: dict[str, Ran]) -> None:
+def test_replay_prints_what_the_documents_show(ran: dict[str, Ran]) -> None:
     printed = outcome(ran, REPLAY_LOOP).stdout.splitlines()
-    text = readme_text()
+    text = docs_text()
     shown = block_after(text, REPLAY_LOOP)
-    assert shown.lines, f"README.md line {shown.start + 1}: an empty output block"
+    assert shown.lines, f"{where(shown.start + 1)}: an empty output block"
     missing = [line for line in shown.lines if line not in printed]
     assert not missing, (
-        f"lines of the README's block at line {shown.start + 1} that the replay did not print:\n"
+        f"lines of the block at {where(shown.start + 1)} that the replay did not print:\n"
         + "\n".join(missing)
         + "\n--- it printed\n"
         + "\n".join(printed)
     )
     # the episode line quoted in the prose: "Each episode gets a line (`...episode_5: ...`)"
     quoted = re.search(r"\(`\.\.\.(episode_\d+:[^`]+)`\)", " ".join(text.split()))
-    assert quoted, "README.md no longer quotes an episode line of the replay"
+    assert quoted, "the documents no longer quote an episode line of the replay"
     assert [line for line in printed if line.endswith("/" + quoted.group(1))], quoted.group(1)
 
 
@@ -917,7 +959,7 @@ def test_instances_of_30_per_experiment_are_played(ran: dict[str, Ran]) -> None:
     assert played == counts
 
 
-def test_the_readme_s_own_players_play_under_their_names(ran: dict[str, Ran]) -> None:
+def test_the_documented_players_play_under_their_names(ran: dict[str, Ran]) -> None:
     results = outcome(ran, MINE_RUN).results
     assert results is not None
     scores = {row["model"]: row["quality_score"] for row in results["models"]}
@@ -945,29 +987,29 @@ def test_a_domain_of_ones_own_is_played(ran: dict[str, Ran]) -> None:
 
 @pytest.fixture(scope="module")
 def scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding the README's Python blocks, each saved as its own script."""
+    """A folder holding the documents' Python blocks, each saved as its own script."""
     folder = tmp_path_factory.mktemp("python-examples")
-    for index, block in enumerate(python_blocks(readme_text())):
+    for index, block in enumerate(python_blocks(docs_text())):
         name = saved_name(block) or f"example_{index}.py"
         (folder / name).write_text("\n".join(block.lines) + "\n")
     return folder
 
 
 @pytest.mark.parametrize(
-    "index", range(len(python_blocks(readme_text()))),
-    ids=lambda index: saved_name(python_blocks(readme_text())[index]) or f"block {index}",
+    "index", range(len(python_blocks(docs_text()))),
+    ids=lambda index: saved_name(python_blocks(docs_text())[index]) or f"block {index}",
 )  # fmt: skip
-def test_python_examples_run_as_pasted_and_print_what_the_readme_says(
+def test_python_examples_run_as_pasted_and_print_what_the_documents_say(
     scripts: Path, index: int
 ) -> None:
-    block = python_blocks(readme_text())[index]
+    block = python_blocks(docs_text())[index]
     name = saved_name(block) or f"example_{index}.py"
     done = subprocess.run(
         [str(VENV_BIN / "python"), name], cwd=scripts, env=_environment(),
         capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
     )  # fmt: skip
-    where = f"README.md line {block.start + 1} ({name})"
-    assert done.returncode == 0, f"{where}:\n{done.stdout}\n{done.stderr}"
+    at = f"{where(block.start + 1)} ({name})"
+    assert done.returncode == 0, f"{at}:\n{done.stdout}\n{done.stderr}"
     printed = done.stdout.splitlines()
-    for line in claimed_output(readme_text(), block):
-        assert line in printed, f"{where} should print {line!r}; it printed:\n{done.stdout}"
+    for line in claimed_output(docs_text(), block):
+        assert line in printed, f"{at} should print {line!r}; it printed:\n{done.stdout}"
