@@ -60,7 +60,8 @@ CMAKE_OPTIONS = (
     "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
     "-DLLAMA_CURL=OFF",
     # The libraries find each other beside themselves, wherever the folder is.
-    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN",
+    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON",
+    "-DCMAKE_INSTALL_RPATH=" + ("@loader_path" if sys.platform == "darwin" else "$ORIGIN"),
 )  # fmt: skip
 
 VARIANTS = {
