@@ -1,5 +1,6 @@
 """Agreement of probe answers with the truth: accuracy and Cohen's kappa, as clembench's scorer
-computes them. Pure functions, shared by the classic scores and the two-listener ones."""
+computes them, and clembench's way of making a Main Score of a kappa. Pure functions, shared by
+the classic scores (scoring.py) and the two-listener ones (perspective.py)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,16 @@ def kappa(gold: Sequence[int], predicted: Sequence[int]) -> float:
     if chance == 0:
         return NAN
     return 1 - float(np.sum(disagreement * confusion)) / chance
+
+
+def truncated_kappa(value: float) -> float:
+    """Kappa below chance counts as no agreement at all."""
+    return max(0.0, value)
+
+
+def main_score(slot_filling_accuracy: float, truncated: float) -> float:
+    """100 x the harmonic mean of slot-filling accuracy and truncated kappa; 0 when both are 0;
+    NaN when either is NaN."""
+    if slot_filling_accuracy + truncated == 0:
+        return 0.0
+    return 100 * (2 * slot_filling_accuracy * truncated / (slot_filling_accuracy + truncated))

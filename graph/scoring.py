@@ -12,7 +12,7 @@ import math
 
 from langgraph.runtime import Runtime
 
-from privateshared.graph.agreement import accuracy, kappa
+from privateshared.graph.agreement import accuracy, kappa, main_score, truncated_kappa
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.perspective import listener_round_scores, listener_scores
 from privateshared.graph.questioner_metrics import questioner_scores
@@ -39,18 +39,6 @@ from privateshared.graph.records import (
 from privateshared.graph.state import EpisodeRecords, EpisodeState
 
 NAN = float("nan")
-
-
-def truncated_kappa(value: float) -> float:
-    """Kappa below chance counts as no agreement at all."""
-    return max(0.0, value)
-
-
-def main_score(slot_filling_accuracy: float, truncated: float) -> float:
-    """100 x the harmonic mean of slot-filling accuracy and truncated kappa; 0 when both are 0."""
-    if slot_filling_accuracy + truncated == 0:
-        return 0.0
-    return 100 * (2 * slot_filling_accuracy * truncated / (slot_filling_accuracy + truncated))
 
 
 def middle_round(n_slots: int) -> int:
