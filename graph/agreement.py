@@ -4,6 +4,7 @@ the classic scores (scoring.py) and the two-listener ones (perspective.py)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -48,3 +49,12 @@ def main_score(slot_filling_accuracy: float, truncated: float) -> float:
     if slot_filling_accuracy + truncated == 0:
         return 0.0
     return 100 * (2 * slot_filling_accuracy * truncated / (slot_filling_accuracy + truncated))
+
+
+def harmonic_mean(values: Sequence[float]) -> float:
+    """The harmonic mean of values in [0, 1]: 0 as soon as one is 0; NaN for none."""
+    if not values:
+        return NAN
+    if any(value == 0 for value in values):
+        return 0.0
+    return len(values) / math.fsum(1 / value for value in values)

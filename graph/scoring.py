@@ -3,7 +3,9 @@
 `score_interactions` is the one scoring function: the graph's last node calls it on the records it
 derives from the state, and `privateshared score` calls it on `interactions.json` files, ours or
 clembench's. Records of a questioner acting through functions also get the questioner's scores
-(questioner_metrics.py); clembench's have none, and keep exactly clembench's scores.
+(questioner_metrics.py); clembench's have none, and keep exactly clembench's scores. Records of
+two listeners get scores of their own, and a Main Score of their own in place of the classic one,
+which they keep as Classic Main Score (perspective.py).
 """
 
 from __future__ import annotations
@@ -114,8 +116,10 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
         }
     episode |= totals
     episode[REQUEST_SUCCESS_RATIO] = ratio
-    # Only episodes with two listeners have these: the classic ones keep clembench's scores.
-    episode |= listener_scores(interactions) or {}
+    # Only episodes with two listeners have these, their own Main Score among them (it keeps
+    # its place; the classic one moves to Classic Main Score): the classic episodes keep
+    # clembench's scores.
+    episode |= listener_scores(interactions, episode) or {}
     for k, scores in listener_round_scores(interactions).items():
         turn_scores[str(k)].update(scores)
     # Only a questioner acting through functions has these: clembench's records stay as scored.

@@ -49,6 +49,8 @@ from tests.test_user_domains import NAME as CLINIC
 from tests.test_user_domains import make_clinic
 
 README = REPO / "README.md"
+TWO_LISTENER_DOCS = REPO / "docs" / "two-listeners.md"
+"""The two-listener headline's docs page: the README's command, and what it measured."""
 VENV_BIN = Path(sys.executable).parent
 """The environment running the tests: the `.venv` that `make test` (or `make install`) made."""
 
@@ -687,7 +689,7 @@ _NUMBER = r"\d+(?:\.\d+)?"
 
 
 def _compare_table(
-    table: Table, evaluation: dict[str, Any], command: str, bracket: str
+    table: Table, evaluation: dict[str, Any], command: str, bracket: str, source: str = "README.md"
 ) -> list[str]:
     """Where a README table of Quality Scores per player and experiment differs from the
     evaluation its command produced. `bracket`: what a cell's `(...)` gives, `played` (% Played,
@@ -711,7 +713,7 @@ def _compare_table(
         players += names
         for name in names:
             for index, experiment in columns.items():
-                where = f"README.md line {line}, {name} on {experiment}"
+                where = f"{source} line {line}, {name} on {experiment}"
                 cell = row[index]
                 aggregate = by_experiment.get((_folder(name), experiment))
                 # "14.75", "14.75 (80 %)", "86.59 (0.00)" or "3.55 (0.00; 90 %)"
@@ -746,13 +748,14 @@ def _compare_table(
     return problems
 
 
-def _experiment_table(anchor: str, evaluation: dict[str, Any]) -> Table:
-    """The first table after `anchor` with a column per experiment of `evaluation`."""
+def _experiment_table(anchor: str, evaluation: dict[str, Any], text: str | None = None) -> Table:
+    """The first table after `anchor` in `text` (the README's by default) with a column per
+    experiment of `evaluation`."""
     experiments = {a["experiment"] for a in evaluation["experiments"]}
-    for table in tables_after(readme_text(), anchor):
+    for table in tables_after(readme_text() if text is None else text, anchor):
         if experiments & {"-".join(cell.split()) for cell in table.header}:
             return table
-    raise AssertionError(f"README.md: no table of experiments after {anchor!r}")
+    raise AssertionError(f"no table of experiments after {anchor!r}")
 
 
 def test_reference_table_is_what_its_command_measured(ran: dict[str, Ran]) -> None:
@@ -770,6 +773,21 @@ def test_two_listener_table_is_what_its_command_measured(ran: dict[str, Ran]) ->
     evaluation = _evaluation(results, "two-listeners")
     table = _experiment_table("## Who knows what: two listeners", evaluation)
     problems = _compare_table(table, evaluation, TWO_LISTENER_RUN, "perspective")
+    assert not problems, "\n".join(problems)
+
+
+def test_two_listener_docs_page_is_what_its_command_measured(ran: dict[str, Ran]) -> None:
+    """docs/two-listeners.md runs the README's command, and its table is what that measured."""
+    text = TWO_LISTENER_DOCS.read_text(encoding="utf-8")
+    shown = [command.key for block in code_blocks(text) if block.language in _SHELLS
+             for command in shell_commands(block)]  # fmt: skip
+    assert shown == [TWO_LISTENER_RUN]
+    results = outcome(ran, TWO_LISTENER_RUN).results
+    assert results is not None, "the run wrote no records/results.json"
+    evaluation = _evaluation(results, "two-listeners")
+    table = _experiment_table("## The reference players", evaluation, text)
+    problems = _compare_table(table, evaluation, TWO_LISTENER_RUN, "perspective",
+                              "docs/two-listeners.md")  # fmt: skip
     assert not problems, "\n".join(problems)
 
 

@@ -6,8 +6,11 @@ Theory, for an answerer that gives every value when asked and the programmatic q
 - `one-listener` answers as if the questioner had heard everything, whoever is asked about: it
   says yes to a slot once anyone heard it. It is wrong exactly where the listeners' truths
   differ, once per such pair (it is right for the listener who heard it), so its perspective
-  accuracy is 0 and its kappa falls below 1.
+  accuracy and kappa are 0, and with them its Main Score; its classic Main Score, over every
+  probe, stays high.
 - `always-yes` / `always-no` carry no information: kappa 0, Main Score 0.
+
+tests/test_perspective.py works the headline out on small constructed episodes.
 """
 
 from __future__ import annotations
@@ -117,6 +120,7 @@ async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> Non
         f"{COLLEAGUE}: {HANDOVER.requests['when']}",
     ]
     assert oracle["Main Score"] == 100 and oracle["Perspective Accuracy"] == 1
+    assert oracle["Classic Main Score"] == 100 and oracle["Perspective Kappa"] == 1
     assert oracle["Transfer Completeness"] == pytest.approx(2 / 3)  # by, from of by, from, when
     assert oracle["Redundant Questions"] == 0
     # Pairs whose truths differ: `to` in round 5; `to` and `class` in round 6.
@@ -139,9 +143,13 @@ async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> Non
     assert blind["Accuracy"] == pytest.approx(47 / 50)
     expected_kappa = kappa(gold_yes=27, predicted_yes=30, right=47, total=50)
     assert blind["Kappa"] == pytest.approx(expected_kappa)
-    assert blind["Main Score"] == pytest.approx(200 * expected_kappa / (1 + expected_kappa))
+    classic = 200 * expected_kappa / (1 + expected_kappa)  # slot filling 1
+    assert blind["Classic Main Score"] == pytest.approx(classic)
     assert blind["First Listener Accuracy"] == pytest.approx(32 / 35)
     assert blind["Second Listener Accuracy"] == 1
+    # Both probes of a pair get yes (someone heard it): answers independent of the truth there.
+    assert blind["Perspective Kappa"] == 0 and blind["Two-Listener Kappa"] == 0
+    assert blind["Main Score"] == 0
 
 
 async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
@@ -153,6 +161,7 @@ async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
     ]
     assert truth(interactions) == expected
     assert oracle["Main Score"] == 100 and oracle["Perspective Pairs"] == 6
+    assert oracle["Two-Listener Kappa"] == 1
     assert "Transfer Completeness" not in oracle  # no note in a late join
 
     _, blind = await play(LATE_JOINER, OneListenerAnswerer(), tmp_path / "one-listener")
@@ -162,6 +171,13 @@ async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
     assert blind["First Listener Accuracy"] == 1
     expected_kappa = kappa(gold_yes=21, predicted_yes=27, right=39, total=45)
     assert blind["Kappa"] == pytest.approx(expected_kappa)
+    assert blind["Classic Main Score"] == pytest.approx(200 * expected_kappa / (1 + expected_kappa))
+    # The colleague's 15 probes: 6 gold yes, 12 answered yes (every slot said), 9 right.
+    assert blind["Second Listener Kappa"] == pytest.approx(
+        kappa(gold_yes=6, predicted_yes=12, right=9, total=15)
+    )
+    assert blind["First Listener Kappa"] == 1
+    assert blind["Perspective Kappa"] == 0 and blind["Main Score"] == 0
 
 
 @pytest.mark.parametrize("reply", ["yes", "no"])
@@ -169,7 +185,8 @@ async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str)
     for instance in (HANDOVER, LATE_JOINER):
         _, scores = await play(instance, ConstantAnswerer(reply), tmp_path / instance.experiment)
         assert scores["Kappa"] == 0 and scores["Main Score"] == 0
-        assert scores["Perspective Accuracy"] == 0
+        assert scores["Classic Main Score"] == 0
+        assert scores["Perspective Accuracy"] == 0 and scores["Perspective Kappa"] == 0
 
 
 def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> None:
@@ -185,7 +202,9 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     quality = {row["model"].split("-t0.0")[0]: row["quality_score"] for row in results["models"]}
     assert quality["oracle"] == 100
     assert quality["always-yes"] == quality["always-no"] == 0
-    assert 50 < quality["one-listener"] < 95  # clearly lower than the oracle
+    # Blind to who heard what: nothing of the headline, whatever it gets of the classic score.
+    assert quality["one-listener"] == 0
+    assert quality["mock"] < 5  # guesses: chance earns (nearly) nothing
     mock = next(row for row in results["models"] if row["model"].startswith("mock"))
     assert mock["played"] + mock["aborted"] == 40 and mock["aborted"] > 0  # it breaks the format
     for row in results["listeners"]:
@@ -274,9 +293,12 @@ def test_model_questioner_hands_over_what_it_recorded(
         assert instance.audience is not None
         k = instance.audience.after_turn
         scores = json.loads((folder / "scores.json").read_text())["episode scores"]
-        assert scores["Main Score"] == 100
         perspective = scores["Perspective Accuracy"]
-        assert perspective == 1 or (math.isnan(perspective) and scores["Perspective Pairs"] == 0)
+        if scores["Perspective Pairs"]:
+            assert scores["Main Score"] == 100 and perspective == 1
+        else:  # nothing here needs a perspective: no headline to give
+            assert math.isnan(scores["Main Score"]) and math.isnan(perspective)
+        assert scores["Classic Main Score"] == 100
         events = [e["action"] for turn in json.loads((folder / "interactions.json").read_text())
                   ["turns"] for e in turn]  # fmt: skip
         note = next(a for a in events if a["type"] == "note")
