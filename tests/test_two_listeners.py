@@ -30,6 +30,13 @@ from privateshared.agents.baselines import (
     OracleAnswerer,
 )
 from privateshared.bench.cli import main
+from privateshared.bench.cli.play import outcome
+from privateshared.bench.reporting.plots import TWO_LISTENER_CAPTION
+from privateshared.bench.reporting.results import (
+    TWO_LISTENER_HEADLINE,
+    TWO_LISTENER_QUALITY,
+    TWO_LISTENER_TERMINAL,
+)
 from privateshared.bench.reporting.transcripts.page import render_transcript
 from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
@@ -180,6 +187,13 @@ async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
     assert blind["Perspective Kappa"] == 0 and blind["Main Score"] == 0
 
 
+async def test_a_person_who_plays_sees_both_main_scores() -> None:
+    """`privateshared play` ends with the scores: a two-listener episode's own Main Score first,
+    the classic one beside it."""
+    state = await play_episode(HANDOVER, GameContext(answerer=OneListenerAnswerer()))
+    assert outcome(state).startswith("Played. Main Score 0.00, Classic Main Score 93.51, ")
+
+
 @pytest.mark.parametrize("reply", ["yes", "no"])
 async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str) -> None:
     for instance in (HANDOVER, LATE_JOINER):
@@ -189,7 +203,9 @@ async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str)
         assert scores["Perspective Accuracy"] == 0 and scores["Perspective Kappa"] == 0
 
 
-def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> None:
+def test_every_reference_player_lands_where_theory_puts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """All 40 two-listener episodes, through the command line."""
     names = ["oracle", "one-listener", "always-yes", "always-no", "mock"]
     experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
@@ -198,6 +214,9 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     argv += [arg for name in experiments for arg in ("--experiment", name)]
     argv += [arg for name in names for arg in ("--model", name)]
     assert main(argv) == 0
+    # The terminal says what the quality score is, right above it.
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[printed.index(TWO_LISTENER_TERMINAL) + 1].startswith("model ")
     results = json.loads((tmp_path / "results.json").read_text())
     quality = {row["model"].split("-t0.0")[0]: row["quality_score"] for row in results["models"]}
     assert quality["oracle"] == 100
@@ -210,9 +229,11 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     for row in results["listeners"]:
         model = row["model"].split("-t0.0")[0]
         if model == "oracle":
-            assert row["perspective_accuracy"] == 1
-        elif model != "mock":
-            assert row["perspective_accuracy"] == 0
+            assert row["perspective_accuracy"] == row["perspective_kappa"] == 1
+        else:  # the mock too: it draws by round and slot, not by listener
+            assert row["perspective_accuracy"] == row["perspective_kappa"] == 0
+        if model == "one-listener":  # what the classic score would have given it
+            assert 80 < row["classic_main_score"] < 90
         if "handover" in row["experiment"]:
             assert 0 < row["transfer_completeness"] < 1  # a seeded part of what was said
         else:
@@ -239,7 +260,12 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
         path.unlink()
     assert main(["score", str(tmp_path)]) == 0
     assert {path: path.read_bytes() for path in paths} == before
+    markdown = (tmp_path / "results.md").read_text()
+    assert f"## Two listeners\n\n{TWO_LISTENER_HEADLINE}\n\n" in markdown
+    assert TWO_LISTENER_QUALITY in markdown
+    assert "| Main Score | classic Main Score |" in markdown
     plot = (tmp_path / "accuracy_by_round.svg").read_text()
+    assert all(f">{html.escape(line)}</text>" in plot for line in TWO_LISTENER_CAPTION)
     assert "travel-booking-handover, 2nd listener" in plot
     assert ">travel-booking-handover<" not in plot  # its panels are the listeners'
     assert (
@@ -259,6 +285,8 @@ def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: 
     assert "audience" not in (folder / "instance.json").read_text()
     results = json.loads((tmp_path / "results.json").read_text())
     assert "listeners" not in results and "rounds_by_listener" not in results
+    assert "Two-listener" not in (tmp_path / "accuracy_by_round.svg").read_text()
+    assert "two-listener" not in (tmp_path / "results.md").read_text()
     assert all("listener_round_accuracy" not in episode for episode in results["episodes"])
 
 
