@@ -112,6 +112,8 @@ def two_listener_kappa(first: float, second: float, perspective: float) -> float
     that is undefined (NaN) is left out."""
     if math.isnan(perspective):
         return NAN
+    # Left out before truncating: max(0.0, nan) is 0.0, which would count "every answer right,
+    # nothing to correct for chance" as no agreement at all.
     kappas = [truncated_kappa(k) for k in (first, second, perspective) if not math.isnan(k)]
     return harmonic_mean(kappas)
 
