@@ -3,7 +3,9 @@
 `score_interactions` is the one scoring function: the graph's last node calls it on the records it
 derives from the state, and `privateshared score` calls it on `interactions.json` files, ours or
 clembench's. Records of a questioner acting through functions also get the questioner's scores
-(questioner_metrics.py); clembench's have none, and keep exactly clembench's scores.
+(questioner_metrics.py); clembench's have none, and keep exactly clembench's scores. Records of
+two listeners get scores of their own, and a Main Score of their own in place of the classic one,
+which they keep as Classic Main Score (perspective.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 
 from langgraph.runtime import Runtime
 
-from privateshared.graph.agreement import accuracy, kappa
+from privateshared.graph.agreement import accuracy, kappa, main_score, truncated_kappa
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.perspective import listener_round_scores, listener_scores
 from privateshared.graph.questioner_metrics import questioner_scores
@@ -39,18 +41,6 @@ from privateshared.graph.records import (
 from privateshared.graph.state import EpisodeRecords, EpisodeState
 
 NAN = float("nan")
-
-
-def truncated_kappa(value: float) -> float:
-    """Kappa below chance counts as no agreement at all."""
-    return max(0.0, value)
-
-
-def main_score(slot_filling_accuracy: float, truncated: float) -> float:
-    """100 x the harmonic mean of slot-filling accuracy and truncated kappa; 0 when both are 0."""
-    if slot_filling_accuracy + truncated == 0:
-        return 0.0
-    return 100 * (2 * slot_filling_accuracy * truncated / (slot_filling_accuracy + truncated))
 
 
 def middle_round(n_slots: int) -> int:
@@ -126,8 +116,10 @@ def score_interactions(interactions: Interactions) -> EpisodeScores:
         }
     episode |= totals
     episode[REQUEST_SUCCESS_RATIO] = ratio
-    # Only episodes with two listeners have these: the classic ones keep clembench's scores.
-    episode |= listener_scores(interactions) or {}
+    # Only episodes with two listeners have these, their own Main Score among them (it keeps
+    # its place; the classic one moves to Classic Main Score): the classic episodes keep
+    # clembench's scores.
+    episode |= listener_scores(interactions, episode) or {}
     for k, scores in listener_round_scores(interactions).items():
         turn_scores[str(k)].update(scores)
     # Only a questioner acting through functions has these: clembench's records stay as scored.

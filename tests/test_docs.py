@@ -738,8 +738,8 @@ def _compare_table(
 ) -> list[str]:
     """Where a documented table of Quality Scores per player and experiment differs from the
     evaluation its command produced. `bracket`: what a cell's `(...)` gives, `played` (% Played,
-    shown where it is not 100) or `perspective` (Perspective Accuracy, then `; NN %` where %
-    Played is not 100)."""
+    shown where it is not 100) or `classic` (the two-listener experiments' classic Main Score,
+    then `; NN %` where % Played is not 100)."""
     by_experiment = {(a["model"], a["experiment"]): a for a in evaluation["experiments"]}
     listeners = {(a["model"], a["experiment"]): a for a in evaluation.get("listeners", [])}
     experiments = {a["experiment"] for a in evaluation["experiments"]}
@@ -761,7 +761,7 @@ def _compare_table(
                 at = f"{where(line)}, {name} on {experiment}"
                 cell = row[index]
                 aggregate = by_experiment.get((_folder(name), experiment))
-                # "14.75", "14.75 (80 %)", "86.59 (0.00)" or "3.55 (0.00; 90 %)"
+                # "14.75", "14.75 (80 %)", "0.00 (86.59)" or "0.00 (3.55; 90 %)"
                 match = re.fullmatch(
                     rf"({_NUMBER})(?: \(({_NUMBER})( %)?(?:; ({_NUMBER}) %)?\))?", cell
                 )
@@ -777,16 +777,16 @@ def _compare_table(
                 ):
                     problems.append(f"{at}: shown {cell!r}, run: % Played {played:g}")
                 shown = match.group(4)
-                if bracket == "perspective" and (
+                if bracket == "classic" and (
                     (shown is None and played != 100)
                     or (shown is not None and float(shown) != round(played, 2))
                 ):
                     problems.append(f"{at}: shown {cell!r}, run: % Played {played:g}")
-                if bracket == "perspective" and match.group(2) is not None:
-                    perspective = listeners[(_folder(name), experiment)]["perspective_accuracy"]
-                    if float(match.group(2)) != round(perspective, 2):
+                if bracket == "classic" and match.group(2) is not None:
+                    classic = listeners[(_folder(name), experiment)]["classic_main_score"]
+                    if float(match.group(2)) != round(classic, 2):
                         problems.append(
-                            f"{at}: shown {cell!r}, run: Perspective Accuracy {perspective:.2f}"
+                            f"{at}: shown {cell!r}, run: classic Main Score {classic:.2f}"
                         )
     if sorted(players) != sorted(_models(command)):
         problems.append(f"the table's players {players}, the command's {_models(command)}")
@@ -816,7 +816,7 @@ def test_two_listener_table_is_what_its_command_measured(ran: dict[str, Ran]) ->
     assert results is not None, "the run wrote no records/results.json"
     evaluation = _evaluation(results, "two-listeners")
     table = _experiment_table("# Who knows what: two listeners", evaluation)
-    problems = _compare_table(table, evaluation, TWO_LISTENER_RUN, "perspective")
+    problems = _compare_table(table, evaluation, TWO_LISTENER_RUN, "classic")
     assert not problems, "\n".join(problems)
 
 

@@ -6,8 +6,11 @@ Theory, for an answerer that gives every value when asked and the programmatic q
 - `one-listener` answers as if the questioner had heard everything, whoever is asked about: it
   says yes to a slot once anyone heard it. It is wrong exactly where the listeners' truths
   differ, once per such pair (it is right for the listener who heard it), so its perspective
-  accuracy is 0 and its kappa falls below 1.
+  accuracy and kappa are 0, and with them its Main Score; its classic Main Score, over every
+  probe, stays high.
 - `always-yes` / `always-no` carry no information: kappa 0, Main Score 0.
+
+tests/test_perspective.py works the headline out on small constructed episodes.
 """
 
 from __future__ import annotations
@@ -27,6 +30,13 @@ from privateshared.agents.baselines import (
     OracleAnswerer,
 )
 from privateshared.bench.cli import main
+from privateshared.bench.cli.play import outcome
+from privateshared.bench.reporting.plots import TWO_LISTENER_CAPTION
+from privateshared.bench.reporting.results import (
+    TWO_LISTENER_HEADLINE,
+    TWO_LISTENER_QUALITY,
+    TWO_LISTENER_TERMINAL,
+)
 from privateshared.bench.reporting.transcripts.page import render_transcript
 from privateshared.bench.running.episodes import play_episode, save_episode
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
@@ -117,6 +127,7 @@ async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> Non
         f"{COLLEAGUE}: {HANDOVER.requests['when']}",
     ]
     assert oracle["Main Score"] == 100 and oracle["Perspective Accuracy"] == 1
+    assert oracle["Classic Main Score"] == 100 and oracle["Perspective Kappa"] == 1
     assert oracle["Transfer Completeness"] == pytest.approx(2 / 3)  # by, from of by, from, when
     assert oracle["Redundant Questions"] == 0
     # Pairs whose truths differ: `to` in round 5; `to` and `class` in round 6.
@@ -139,9 +150,13 @@ async def test_handover_truth_messages_and_scores_by_hand(tmp_path: Path) -> Non
     assert blind["Accuracy"] == pytest.approx(47 / 50)
     expected_kappa = kappa(gold_yes=27, predicted_yes=30, right=47, total=50)
     assert blind["Kappa"] == pytest.approx(expected_kappa)
-    assert blind["Main Score"] == pytest.approx(200 * expected_kappa / (1 + expected_kappa))
+    classic = 200 * expected_kappa / (1 + expected_kappa)  # slot filling 1
+    assert blind["Classic Main Score"] == pytest.approx(classic)
     assert blind["First Listener Accuracy"] == pytest.approx(32 / 35)
     assert blind["Second Listener Accuracy"] == 1
+    # Both probes of a pair get yes (someone heard it): answers independent of the truth there.
+    assert blind["Perspective Kappa"] == 0 and blind["Two-Listener Kappa"] == 0
+    assert blind["Main Score"] == 0
 
 
 async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
@@ -153,6 +168,7 @@ async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
     ]
     assert truth(interactions) == expected
     assert oracle["Main Score"] == 100 and oracle["Perspective Pairs"] == 6
+    assert oracle["Two-Listener Kappa"] == 1
     assert "Transfer Completeness" not in oracle  # no note in a late join
 
     _, blind = await play(LATE_JOINER, OneListenerAnswerer(), tmp_path / "one-listener")
@@ -162,6 +178,20 @@ async def test_late_joiner_truth_and_scores_by_hand(tmp_path: Path) -> None:
     assert blind["First Listener Accuracy"] == 1
     expected_kappa = kappa(gold_yes=21, predicted_yes=27, right=39, total=45)
     assert blind["Kappa"] == pytest.approx(expected_kappa)
+    assert blind["Classic Main Score"] == pytest.approx(200 * expected_kappa / (1 + expected_kappa))
+    # The colleague's 15 probes: 6 gold yes, 12 answered yes (every slot said), 9 right.
+    assert blind["Second Listener Kappa"] == pytest.approx(
+        kappa(gold_yes=6, predicted_yes=12, right=9, total=15)
+    )
+    assert blind["First Listener Kappa"] == 1
+    assert blind["Perspective Kappa"] == 0 and blind["Main Score"] == 0
+
+
+async def test_a_person_who_plays_sees_both_main_scores() -> None:
+    """`privateshared play` ends with the scores: a two-listener episode's own Main Score first,
+    the classic one beside it."""
+    state = await play_episode(HANDOVER, GameContext(answerer=OneListenerAnswerer()))
+    assert outcome(state).startswith("Played. Main Score 0.00, Classic Main Score 93.51, ")
 
 
 @pytest.mark.parametrize("reply", ["yes", "no"])
@@ -169,10 +199,13 @@ async def test_constant_answers_carry_no_information(tmp_path: Path, reply: str)
     for instance in (HANDOVER, LATE_JOINER):
         _, scores = await play(instance, ConstantAnswerer(reply), tmp_path / instance.experiment)
         assert scores["Kappa"] == 0 and scores["Main Score"] == 0
-        assert scores["Perspective Accuracy"] == 0
+        assert scores["Classic Main Score"] == 0
+        assert scores["Perspective Accuracy"] == 0 and scores["Perspective Kappa"] == 0
 
 
-def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> None:
+def test_every_reference_player_lands_where_theory_puts_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """All 40 two-listener episodes, through the command line."""
     names = ["oracle", "one-listener", "always-yes", "always-no", "mock"]
     experiments = [e.name for e in read_instances(two_listener_instances_path()).experiments]
@@ -181,19 +214,26 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
     argv += [arg for name in experiments for arg in ("--experiment", name)]
     argv += [arg for name in names for arg in ("--model", name)]
     assert main(argv) == 0
+    # The terminal says what the quality score is, right above it.
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[printed.index(TWO_LISTENER_TERMINAL) + 1].startswith("model ")
     results = json.loads((tmp_path / "results.json").read_text())
     quality = {row["model"].split("-t0.0")[0]: row["quality_score"] for row in results["models"]}
     assert quality["oracle"] == 100
     assert quality["always-yes"] == quality["always-no"] == 0
-    assert 50 < quality["one-listener"] < 95  # clearly lower than the oracle
+    # Blind to who heard what: nothing of the headline, whatever it gets of the classic score.
+    assert quality["one-listener"] == 0
+    assert quality["mock"] < 5  # guesses: chance earns (nearly) nothing
     mock = next(row for row in results["models"] if row["model"].startswith("mock"))
     assert mock["played"] + mock["aborted"] == 40 and mock["aborted"] > 0  # it breaks the format
     for row in results["listeners"]:
         model = row["model"].split("-t0.0")[0]
         if model == "oracle":
-            assert row["perspective_accuracy"] == 1
-        elif model != "mock":
-            assert row["perspective_accuracy"] == 0
+            assert row["perspective_accuracy"] == row["perspective_kappa"] == 1
+        else:  # the mock too: it draws by round and slot, not by listener
+            assert row["perspective_accuracy"] == row["perspective_kappa"] == 0
+        if model == "one-listener":  # what the classic score would have given it
+            assert 80 < row["classic_main_score"] < 90
         if "handover" in row["experiment"]:
             assert 0 < row["transfer_completeness"] < 1  # a seeded part of what was said
         else:
@@ -220,7 +260,12 @@ def test_every_reference_player_lands_where_theory_puts_it(tmp_path: Path) -> No
         path.unlink()
     assert main(["score", str(tmp_path)]) == 0
     assert {path: path.read_bytes() for path in paths} == before
+    markdown = (tmp_path / "results.md").read_text()
+    assert f"## Two listeners\n\n{TWO_LISTENER_HEADLINE}\n\n" in markdown
+    assert TWO_LISTENER_QUALITY in markdown
+    assert "| Main Score | classic Main Score |" in markdown
     plot = (tmp_path / "accuracy_by_round.svg").read_text()
+    assert all(f">{html.escape(line)}</text>" in plot for line in TWO_LISTENER_CAPTION)
     assert "travel-booking-handover, 2nd listener" in plot
     assert ">travel-booking-handover<" not in plot  # its panels are the listeners'
     assert (
@@ -240,6 +285,8 @@ def test_classic_experiments_keep_their_records_without_audience_keys(tmp_path: 
     assert "audience" not in (folder / "instance.json").read_text()
     results = json.loads((tmp_path / "results.json").read_text())
     assert "listeners" not in results and "rounds_by_listener" not in results
+    assert "Two-listener" not in (tmp_path / "accuracy_by_round.svg").read_text()
+    assert "two-listener" not in (tmp_path / "results.md").read_text()
     assert all("listener_round_accuracy" not in episode for episode in results["episodes"])
 
 
@@ -274,9 +321,12 @@ def test_model_questioner_hands_over_what_it_recorded(
         assert instance.audience is not None
         k = instance.audience.after_turn
         scores = json.loads((folder / "scores.json").read_text())["episode scores"]
-        assert scores["Main Score"] == 100
         perspective = scores["Perspective Accuracy"]
-        assert perspective == 1 or (math.isnan(perspective) and scores["Perspective Pairs"] == 0)
+        if scores["Perspective Pairs"]:
+            assert scores["Main Score"] == 100 and perspective == 1
+        else:  # nothing here needs a perspective: no headline to give
+            assert math.isnan(scores["Main Score"]) and math.isnan(perspective)
+        assert scores["Classic Main Score"] == 100
         events = [e["action"] for turn in json.loads((folder / "interactions.json").read_text())
                   ["turns"] for e in turn]  # fmt: skip
         note = next(a for a in events if a["type"] == "note")

@@ -43,6 +43,7 @@ from privateshared.domains.registry import known_domains
 from privateshared.graph.builder import build_graph
 from privateshared.graph.context import GameContext
 from privateshared.graph.files import write_text
+from privateshared.graph.perspective import CLASSIC_MAIN_SCORE
 from privateshared.graph.recorder import SCORES_FILE
 from privateshared.graph.records import (
     ABORTED,
@@ -240,8 +241,11 @@ def outcome(state: EpisodeState) -> str:
     scores = state.scores.episode_scores
     if scores.get(ABORTED):
         return f"Aborted: {state.abort_reason}."
-    shown = (MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY)
-    return "Played. " + ", ".join(f"{name} {float(scores[name]):.2f}" for name in shown)
+    # A two-listener episode's Main Score is its own: the classic one goes beside it.
+    shown = (MAIN_SCORE, CLASSIC_MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY)
+    return "Played. " + ", ".join(
+        f"{name} {float(scores[name]):.2f}" for name in shown if name in scores
+    )
 
 
 def play_command(args: argparse.Namespace) -> int:

@@ -45,14 +45,17 @@ from privateshared.bench.reporting.uncertainty import (
 )
 from privateshared.domains.audience import BENCHMARKS, Benchmark, benchmark_of_name
 from privateshared.graph.perspective import (
+    CLASSIC_MAIN_SCORE,
     FIRST_LISTENER_ACCURACY,
     FIRST_LISTENER_KAPPA,
     PERSPECTIVE_ACCURACY,
+    PERSPECTIVE_KAPPA,
     PERSPECTIVE_PAIRS,
     REDUNDANT_QUESTIONS,
     SECOND_LISTENER_ACCURACY,
     SECOND_LISTENER_KAPPA,
     TRANSFER_COMPLETENESS,
+    TWO_LISTENER_KAPPA,
 )
 from privateshared.graph.records import (
     ABORTED,
@@ -278,7 +281,8 @@ class RoundAccuracy(BaseModel):
 
 class ListenerAggregate(BaseModel):
     """The two-listener scores (graph/perspective.py) of one model on one experiment, each the
-    mean over the played episodes where it is defined."""
+    mean over the played episodes where it is defined; their headline, the Main Score, is the
+    experiment's Quality Score (`Aggregate`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -286,10 +290,17 @@ class ListenerAggregate(BaseModel):
     experiment: str
     episodes: int
     """Played episodes with two-listener scores."""
+    classic_main_score: float
+    """The Main Score as the classic game computes it, over every (listener, slot) probe."""
+    two_listener_kappa: float
+    """The harmonic mean of the truncated first-listener, second-listener and perspective
+    kappas: the Main Score's scorekeeping half."""
     first_listener_accuracy: float
     first_listener_kappa: float
     second_listener_accuracy: float
     second_listener_kappa: float
+    perspective_kappa: float
+    """Kappa over the probes of the pairs where the listeners' truths differ."""
     perspective_accuracy: float
     perspective_pairs: float
     """Mean number of (round, slot) pairs per episode where the listeners' truths differ."""
@@ -315,10 +326,13 @@ def listener_aggregate(
         model=model,
         experiment=experiment,
         episodes=len(played),
+        classic_main_score=mean_of(CLASSIC_MAIN_SCORE),
+        two_listener_kappa=mean_of(TWO_LISTENER_KAPPA),
         first_listener_accuracy=mean_of(FIRST_LISTENER_ACCURACY),
         first_listener_kappa=mean_of(FIRST_LISTENER_KAPPA),
         second_listener_accuracy=mean_of(SECOND_LISTENER_ACCURACY),
         second_listener_kappa=mean_of(SECOND_LISTENER_KAPPA),
+        perspective_kappa=mean_of(PERSPECTIVE_KAPPA),
         perspective_accuracy=mean_of(PERSPECTIVE_ACCURACY),
         perspective_pairs=mean_of(PERSPECTIVE_PAIRS),
         transfer_completeness=mean_of(TRANSFER_COMPLETENESS),

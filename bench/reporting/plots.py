@@ -22,6 +22,13 @@ from privateshared.graph.files import write_text
 
 ACCURACY_TITLE = "Scorekeeping: accuracy per probing round (bands: 95% intervals)"
 QUESTIONER_TITLE = "Questioner: slot accuracy per turn"
+TWO_LISTENER_CAPTION = (
+    "Two-listener panels: accuracy per listener, not these experiments' headline. Their Main",
+    "Score is 100 x HM(slot filling, HM of the kappas of the 1st listener, the 2nd, and the",
+    "pairs where their truths differ): answering both listeners alike scores 0 (results.md).",
+)
+"""Under the accuracy plot when it has two-listener panels: a listener's accuracy can be perfect
+while the headline is 0, so the plot says what the headline is."""
 
 
 class Line(NamedTuple):
@@ -67,7 +74,9 @@ def plot_accuracy_by_round(evaluations: Sequence[Evaluation], path: Path) -> Non
                     [m.probe_round for m in line.rounds], [m.accuracy for m in line.rounds],
                     [m.ci95 for m in line.rounds],
                 )  # fmt: skip
-    _plot(panels, path, ACCURACY_TITLE, "probing round", "mean accuracy")
+    listeners = any(line.rounds for e in evaluations for line in e.rounds_by_listener)
+    _plot(panels, path, ACCURACY_TITLE, "probing round", "mean accuracy",
+          TWO_LISTENER_CAPTION if listeners else ())  # fmt: skip
 
 
 def plot_questioner_by_turn(evaluations: Sequence[Evaluation], path: Path) -> None:
@@ -160,8 +169,10 @@ def _band_segments(line: Line) -> list[list[tuple[int, tuple[float, float]]]]:
     return [segment for segment in segments if segment]
 
 
-def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) -> None:
-    """One panel per experiment, one line per model; no file when there is no line to draw."""
+def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str,
+          caption: Sequence[str] = ()) -> None:  # fmt: skip
+    """One panel per experiment, one line per model, `caption`'s lines under the legend; no
+    file when there is no line to draw."""
     if not panels:
         return
     models = sorted({model for series in panels.values() for model in series})
@@ -170,6 +181,11 @@ def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) ->
     rows = -(-len(panels) // columns)
     legend_top = 40 + rows * PANEL_HEIGHT + 10
     width, height = columns * PANEL_WIDTH, legend_top + 22 * -(-len(models) // 2) + 10
+    notes = [
+        f'<text x="20" y="{height + 16 * i + 8}" class="legend">{escape(line)}</text>'
+        for i, line in enumerate(caption)
+    ]
+    height += 16 * len(caption) + (8 if caption else 0)
     groups = [
         f'<g transform="translate({(i % columns) * PANEL_WIDTH},'
         f'{40 + (i // columns) * PANEL_HEIGHT})">'
@@ -193,5 +209,6 @@ def _plot(panels: Panels, path: Path, title: str, x_label: str, y_label: str) ->
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}"><style>{style}</style><rect width="100%" '
         f'height="100%" fill="white"/><text x="{width / 2}" y="24" class="title" '
-        f'style="font-size:16px">{escape(title)}</text>{"".join(groups)}{"".join(legend)}</svg>\n'
+        f'style="font-size:16px">{escape(title)}</text>{"".join(groups)}{"".join(legend)}'
+        f'{"".join(notes)}</svg>\n'
     ))  # fmt: skip

@@ -71,6 +71,34 @@ BENCHMARK_NAMES: dict[Benchmark, str] = {
 SEPARATE = "a separate benchmark"
 """Said of every benchmark but the classic one, in its title."""
 
+TWO_LISTENER_TERMINAL = (
+    "quality score: the two-listener Main Score (slot filling with the kappas of each listener "
+    "and of the pairs where their truths differ; the classic one is in results.md)"
+)
+"""Said above the two-listener benchmark's headline table in the terminal."""
+TWO_LISTENER_QUALITY = (
+    "Here the Quality Score is the mean of the two-listener Main Score, not the classic one: see "
+    "Two listeners below."
+)
+"""Said under the two-listener benchmark's per-model table."""
+TWO_LISTENER_HEADLINE = (
+    "**The headline.** These experiments' Main Score, hence their Quality Score and clemscore, "
+    "is 100 x the harmonic mean of slot-filling accuracy and the two-listener kappa: the harmonic "
+    "mean of three kappas, each truncated at 0, over the probes about the 1st listener (the "
+    "questioner), about the 2nd (the one who joins or takes over), and of the perspective pairs, "
+    "the (round, slot) pairs where the two listeners' truths differ. Answering both listeners "
+    "alike scores 0 on the pairs, hence 0; so does a constant answer about either listener. An "
+    "episode without a perspective pair has no Main Score. The classic Main Score, over every "
+    "probe, is beside it. docs/two-listeners.md argues the choice."
+)
+"""What results.md says the two-listener headline is, above its table."""
+TWO_LISTENER_MEANS = (
+    "Means over played episodes, each where it is defined: the Main Score and the classic one, "
+    "the kappas, accuracy per listener, perspective accuracy (the pairs answered right for both "
+    "listeners), pairs per episode, the share of what was said that a handover note carried, "
+    "and questions about what the note gave."
+)
+
 
 def coverage_warning(*evaluations: Evaluation) -> str | None:
     """Say how many episodes the scores of `evaluations` leave out, in one line; None when they
@@ -220,6 +248,8 @@ def _table_lines(evaluation: Evaluation) -> list[str]:
         lines += [*used, ""]
     # The headline table next to last: what a reader, or a script taking the last row that
     # starts with a model's name, reads as the model's result.
+    if evaluation.benchmark == "two-listeners":
+        lines.append(TWO_LISTENER_TERMINAL)
     header = ["model", *_TERMINAL_COLUMNS]
     rows = [[row.model, *_terminal_cells(row)] for row in evaluation.models]
     return lines + aligned(header, rows)
@@ -307,25 +337,26 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         ]
     listeners: list[str] = []
     if evaluation.listeners:
+        quality = {(row.model, row.experiment): row.quality_score for row in evaluation.experiments}
         table = markdown_table(
-            ["model", "experiment", "episodes", "accuracy 1st", "kappa 1st", "accuracy 2nd",
-             "kappa 2nd", "perspective", "pairs", "transfer", "redundant"],
+            ["model", "experiment", "episodes", "Main Score", "classic Main Score",
+             "two-listener kappa", "kappa 1st", "kappa 2nd", "perspective kappa", "accuracy 1st",
+             "accuracy 2nd", "perspective accuracy", "pairs", "transfer", "redundant"],
             [[row.model, row.experiment, str(row.episodes),
+              fixed(quality[row.model, row.experiment], 2), fixed(row.classic_main_score, 2),
               *(fixed(value, 2) for value in (
-                  row.first_listener_accuracy, row.first_listener_kappa,
-                  row.second_listener_accuracy, row.second_listener_kappa,
-                  row.perspective_accuracy, row.perspective_pairs,
+                  row.two_listener_kappa, row.first_listener_kappa, row.second_listener_kappa,
+                  row.perspective_kappa, row.first_listener_accuracy,
+                  row.second_listener_accuracy, row.perspective_accuracy, row.perspective_pairs,
                   row.transfer_completeness, row.redundant_questions))]
              for row in evaluation.listeners],
             left=2,
         )  # fmt: skip
         listeners = [
-            "## Two listeners\n\nMeans over played episodes: accuracy and kappa per listener "
-            "(1st: the questioner, 2nd: the one who joins or takes over), perspective accuracy "
-            "on the pairs where their truths differ (both answered right), pairs per episode, "
-            "the share of what was said that a handover note carried, and questions about what "
-            f"the note gave.\n\n{table}"
+            f"## Two listeners\n\n{TWO_LISTENER_HEADLINE}\n\n{TWO_LISTENER_MEANS}\n\n{table}"
         ]
+    if evaluation.benchmark == "two-listeners":
+        intervals += f" {TWO_LISTENER_QUALITY}"
     return [
         *([] if warning is None else [f"> **Warning:** {warning}"]),
         f"## Per model\n\n{intervals}\n\n{per_model}",

@@ -36,7 +36,9 @@ from privateshared.bench.reporting.transcripts.html import (
 )
 from privateshared.bench.reporting.transcripts.probes import render_round
 from privateshared.graph.perspective import (
+    CLASSIC_MAIN_SCORE,
     PERSPECTIVE_ACCURACY,
+    PERSPECTIVE_KAPPA,
     TRANSFER_COMPLETENESS,
     listener_of,
 )
@@ -56,8 +58,9 @@ from privateshared.graph.records import (
     Interactions,
 )
 
-HEADER_SCORES = (MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, ABORTED,
-                 PERSPECTIVE_ACCURACY, TRANSFER_COMPLETENESS)  # fmt: skip
+HEADER_SCORES = (MAIN_SCORE, CLASSIC_MAIN_SCORE, ACCURACY, KAPPA, SLOT_FILLING_ACCURACY, ABORTED,
+                 PERSPECTIVE_KAPPA, PERSPECTIVE_ACCURACY, TRANSFER_COMPLETENESS)  # fmt: skip
+"""Those an episode has: a two-listener one's Main Score is its own, the classic one beside."""
 AUDIENCE_EVENTS = {"arrival": "Arrives:", "departure": "Leaves:", "note": "Note, heard by all:"}
 PRESENT = "[Present: "
 PROBE_EVENTS = frozenset({"probe question", "probe answer", "parse", "metadata", "check"})
