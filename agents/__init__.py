@@ -23,26 +23,52 @@ if TYPE_CHECKING:
     from privateshared.agents.imports import is_import_path, load_player
     from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
     from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+    from privateshared.agents.programs import (
+        AnswererProgram,
+        Move,
+        ProgramAnswerer,
+        ProgramQuestioner,
+        QuestionerProgram,
+    )
     from privateshared.agents.registry import resolve_answerer, resolve_questioner
     from privateshared.agents.scripted import ProgrammaticQuestioner
+    from privateshared.agents.views import (
+        AnswererView,
+        Asked,
+        QuestionerView,
+        Turn,
+        answerer_view,
+        questioner_view,
+    )
 
 __all__ = [
+    "AnswererProgram",
+    "AnswererView",
+    "Asked",
     "ChatMessage",
     "ChatModelPlayer",
     "LangChainPlayer",
     "LangChainSpec",
     "MockAnswerer",
     "ModelSpec",
+    "Move",
     "OracleAnswerer",
     "Player",
     "PlayerConfigError",
     "PlayerReply",
     "PlayerRequest",
+    "ProgramAnswerer",
+    "ProgramQuestioner",
     "ProgrammaticQuestioner",
+    "QuestionerProgram",
+    "QuestionerView",
     "RequestKind",
     "ToolCall",
+    "Turn",
+    "answerer_view",
     "is_import_path",
     "load_player",
+    "questioner_view",
     "resolve_answerer",
     "resolve_questioner",
 ]
@@ -59,7 +85,15 @@ _HOMES = {
         ("ChatModelPlayer", "ModelSpec", "PlayerConfigError"), "privateshared.agents.llm"
     ),
     **dict.fromkeys(("resolve_answerer", "resolve_questioner"), "privateshared.agents.registry"),
+    **dict.fromkeys(
+        ("AnswererProgram", "Move", "ProgramAnswerer", "ProgramQuestioner", "QuestionerProgram"),
+        "privateshared.agents.programs",
+    ),
     "ProgrammaticQuestioner": "privateshared.agents.scripted",
+    **dict.fromkeys(
+        ("AnswererView", "Asked", "QuestionerView", "Turn", "answerer_view", "questioner_view"),
+        "privateshared.agents.views",
+    ),
 }
 """Each public name and the module that defines it."""
 
