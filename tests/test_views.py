@@ -1,5 +1,6 @@
 """The views a program in a seat gets: read from requests built as the game master builds them
-(its own functions write the conversations), in the classic game and with two listeners."""
+(its own functions write the conversations), in the classic game and with two listeners, and
+from the requests of whole episodes, where they must agree with the game master's state."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ import pytest
 from pydantic import JsonValue
 
 from privateshared.agents import (
+    AnswererView,
     Asked,
     ChatMessage,
+    Move,
     PlayerRequest,
+    ProgramAnswerer,
+    ProgramQuestioner,
+    QuestionerView,
     ToolCall,
     Turn,
     answerer_view,
     questioner_view,
 )
+from privateshared.agents.scripted import ask_in_order
+from privateshared.bench.running.episodes import play_episode
 from privateshared.domains.audience import (
     NOTHING_NOTED,
     handover_opening,
@@ -23,6 +31,7 @@ from privateshared.domains.audience import (
     read_note,
 )
 from privateshared.domains.instances import GameInstance, default_instance
+from privateshared.graph.context import GameContext
 from privateshared.graph.dialogue import PSEUDO_ANSWER, answerer_context
 from privateshared.graph.listeners import present_at, question_message
 from privateshared.graph.questioning import questioner_context, questioner_tools
@@ -255,3 +264,41 @@ def test_answerer_view_with_a_late_joiner() -> None:
     assert game.turns[-1].present == (AGENT, COLLEAGUE)
     assert {slot for slot in order if game.knows(COLLEAGUE, slot)} == {order[k]}
     assert {slot for slot in order if game.knows(AGENT, slot)} == set(order[: k + 1])
+
+
+# --- Views of whole episodes agree with the game master's state
+
+
+async def test_views_agree_with_the_state_of_a_handover_episode() -> None:
+    """Each questioner's view lists the questions it asked and their answers as the game
+    master's state has them, the note as it was handed over; each probe's view knows what the
+    game master's truth says, though it reads only what the answerer heard."""
+    questioners: list[QuestionerView] = []
+    probes: dict[tuple[int, str, str], bool] = {}
+
+    def asker(game: QuestionerView) -> Move:
+        questioners.append(game)
+        return ask_in_order(game)
+
+    def answerer(game: AnswererView) -> str:
+        if game.kind == "probe":
+            probes[game.turn, game.listener, game.slot] = game.knows(game.listener, game.slot)
+        return f"ANSWER: {game.values[game.slot]}." if game.kind == "question" else "ASIDE: no"
+
+    context = GameContext(answerer=ProgramAnswerer(answerer, "spy"),
+                          questioner=ProgramQuestioner(asker, "spy"))  # fmt: skip
+    state = await play_episode(HANDOVER, context)
+    assert state.audience_change is not None and state.abort_reason is None
+    for game in questioners:
+        turns = [step.turn for step in state.questioner_steps
+                 if step.questioner == game.tag and step.turn < game.turn
+                 and any(r.valid and r.call.name == "ask" for r in step.calls)]  # fmt: skip
+        assert [(a.slot, a.answer) for a in game.asked] == [
+            (state.dialogue[t].slot, state.dialogue[t].parsed) for t in turns
+        ]
+        assert game.noted == (state.audience_change.note_values if game.tag == COLLEAGUE else {})
+    assert [(g.tag, g.turn) for g in questioners if g.leaving] == [(AGENT, 4)]
+    assert {g.tag for g in questioners} == {AGENT, COLLEAGUE}
+    gold = {(k, p.listener or AGENT, p.slot): p.gold == "yes"
+            for k, round_ in enumerate(state.probe_rounds) for p in round_}  # fmt: skip
+    assert len(probes) == len(gold) > 30 and probes == gold
