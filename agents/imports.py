@@ -3,8 +3,10 @@
 `package.module:attr` names an object in an importable module (installed, or on PYTHONPATH),
 `./path/to/file.py:attr` (or `../...`, or an absolute path) one in a Python file, as
 `langgraph.json` names graphs. The object may be a `Player` (a `name`, a `temperature` and an
-async `respond`), a LangChain chat model (which plays through agents/langchain_player.py), a
-class built with no arguments, or a factory called with none. The command
+async `respond`; `ProgramQuestioner` and `ProgramAnswerer` make one of a program over a view,
+agents/programs.py), a LangChain chat model (which plays through agents/langchain_player.py), a
+class built with no arguments, or a factory called with none; a program named itself gets a line
+saying how to make a player of it. The command
 line, a registry entry (agents/model_registry.py), Studio's context and `resolve_answerer` and
 its siblings all come here, so the same words name the same player everywhere.
 
@@ -289,6 +291,8 @@ def _player_of(target: object, attr: str, shown: str) -> Player:
     """The player `target` is, builds (a class) or returns (a factory); a LangChain chat model
     plays through `LangChainPlayer`."""
     made = target
+    if not isinstance(target, type) and not hasattr(target, "respond") and _program_view(target):
+        raise PlayerConfigError(f"{shown}: {_adapt_program(target, attr)}")
     if not is_chat_model(target) and (
         isinstance(target, type) or (callable(target) and not hasattr(target, "respond"))
     ):
@@ -310,12 +314,45 @@ def _player_of(target: object, attr: str, shown: str) -> Player:
             return LangChainPlayer(made)
         except PlayerConfigError as error:
             raise PlayerConfigError(f"{shown}: {error}") from None
+    if not hasattr(made, "respond") and _program_view(made):
+        raise PlayerConfigError(f"{shown}: {_adapt_program(made, attr)}")
     problem = _not_a_player(made)
     if problem is not None:
         said = f"{attr} is" if made is target else f"{attr}() made"
         raise PlayerConfigError(f"{shown}: {said} {_what(made)}, not a player ({problem}); {NEEDS}")
     assert isinstance(made, Player)  # what _not_a_player checked
     return made
+
+
+_PROGRAMS = {
+    "QuestionerView": 'Asker = ProgramQuestioner({attr}, name="my-asker")',
+    "AnswererView": 'Answerer = ProgramAnswerer({attr}, name="my-answerer")',
+}
+"""The views a program may take (agents/programs.py), by name, and how a player is made of it."""
+
+
+def _program_view(value: object) -> str | None:
+    """The view `value` takes if it is a program: a callable whose one parameter is annotated
+    `QuestionerView` or `AnswererView` (also as a string); None otherwise."""
+    try:
+        parameters = list(inspect.signature(value).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # not callable, or no signature to read
+        return None
+    annotation = parameters[0].annotation if len(parameters) == 1 else None
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return name if name in _PROGRAMS else None
+
+
+def _adapt_program(program: object, attr: str) -> str:
+    """What to say of a program named where a player is meant: how to make a player of it."""
+    view = _program_view(program)
+    assert view is not None  # checked by the caller
+    example = _PROGRAMS[view].format(attr=attr)
+    return (
+        f"{attr} is a program (it takes {'an' if view[0] in 'AEIOU' else 'a'} {view}), not a "
+        "player; make a player of it in its file, "
+        f"e.g. {example}, and name that"
+    )
 
 
 def _not_a_player(value: object) -> str | None:
