@@ -26,11 +26,14 @@ model named like an installed module is still reachable through a registry entry
 looked up first). A bare `file.py` is an import path too, so that its missing `:attr` gets a
 line saying so rather than a model call that fails.
 
-A file is resolved against the current folder when it is named (a registry entry: the registry
-file's folder) and kept absolute, since a worker or a Ray task may run elsewhere. It is imported
-under a module name derived from its absolute path and kept in `sys.modules`, so that naming it
-again reuses it and its objects pickle within the process. The file may import installed modules
-and what PYTHONPATH holds; its own folder is not put on the path.
+A relative file is found from the current folder (a registry entry: from the registry file's
+folder, made absolute when the registry is read), and made absolute only when it travels to a Ray
+task, which may run elsewhere: reading the current folder is a call LangGraph's server refuses
+while it validates a run's context, where Studio names players. A file is imported under a
+module name derived from the file's identity (device and inode, whatever path names it) and
+kept in `sys.modules`, so that naming it again reuses it and its objects pickle within the
+process. The file may import installed modules and what PYTHONPATH holds; its own folder is not
+put on the path.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ class ImportSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
-    """The import path, its file (if any) absolute."""
+    """The import path; its file (if any) absolute, or relative to the current folder."""
     name: str | None = None
     """The name it plays under (a registry entry's); None: the player's own."""
 
@@ -135,6 +138,10 @@ class ImportSpec(BaseModel):
         target = _attribute(module, attr, shown)
         return ImportedPlayer(self, _player_of(target, attr, shown))
 
+    def absolute(self) -> ImportSpec:
+        """The spec with its file absolute, for a process that may run in another folder."""
+        return self.model_copy(update={"path": absolute_import_path(self.path)})
+
 
 def load_player(
     path: str, *, name: str | None = None, folder: Path | None = None
@@ -143,7 +150,8 @@ def load_player(
     given; a relative file is found from `folder` (default: the current folder).
 
     Raises PlayerConfigError, one line naming the path, the problem and the fix."""
-    return ImportSpec(path=absolute_import_path(path, folder), name=name).load(shown=path)
+    found = path if folder is None else absolute_import_path(path, folder)
+    return ImportSpec(path=found, name=name).load(shown=path)
 
 
 @dataclass(frozen=True)
@@ -173,9 +181,12 @@ def _one_line(error: BaseException) -> str:
 
 
 def _file_module_name(file: Path) -> str:
-    """A stable module name for `file`: the same path gives the same module, in any process."""
+    """A stable module name for `file`: the same file gives the same module, whatever path
+    names it (relative or absolute), in any process of this machine."""
     stem = re.sub(r"\W", "_", file.stem)
-    return f"privateshared_user_{stem}_{hashlib.sha1(str(file).encode()).hexdigest()[:10]}"
+    found = file.stat()
+    identity = hashlib.sha1(f"{found.st_dev}:{found.st_ino}".encode()).hexdigest()[:10]
+    return f"privateshared_user_{stem}_{identity}"
 
 
 def _import(module_path: str, shown: str) -> ModuleType:
@@ -211,11 +222,13 @@ def _import_file(file: Path, shown: str) -> ModuleType:
     if not file.is_file():
         what = "is a folder, not a file" if file.is_dir() else "does not exist"
         raise PlayerConfigError(
-            f"{shown}: {file} {what}; name a Python file (a relative path starts from the "
-            "current folder; in a registry, from the registry's folder)"
+            f"{shown}: {os.path.abspath(file)} {what}; name a Python file (a relative path "
+            "starts from the current folder; in a registry, from the registry's folder)"
         )
     if file.suffix != ".py":
-        raise PlayerConfigError(f"{shown}: {file} is not a .py file; name a Python file")
+        raise PlayerConfigError(
+            f"{shown}: {os.path.abspath(file)} is not a .py file; name a Python file"
+        )
     key = _file_module_name(file)
     if key in sys.modules:
         return sys.modules[key]
@@ -231,7 +244,7 @@ def _import_file(file: Path, shown: str) -> ModuleType:
         where = ""
         if not isinstance(error, SyntaxError):  # its message says the line already
             lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
-                     if f.filename == str(file)]  # fmt: skip
+                     if f.filename == spec.origin]  # fmt: skip
             where = f" at line {lines[-1]}" if lines else ""
         raise PlayerConfigError(
             f"{shown}: importing {written} failed{where} ({_one_line(error)}); fix the file"
