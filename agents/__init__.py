@@ -1,5 +1,8 @@
 """Players: the questioner and the answerers, all behind one `Player` interface.
 
+A program in a seat is a function over a typed view of its side of the game (`QuestionerView`,
+`AnswererView`), made a player by `ProgramQuestioner` or `ProgramAnswerer`.
+
 The names below are imported on first use (PEP 562), not with the package: every module of
 `agents` loads this file first, and the command line's help reads names.py alone, without the
 openai SDK and LangChain that the players import.
@@ -23,26 +26,52 @@ if TYPE_CHECKING:
     from privateshared.agents.imports import is_import_path, load_player
     from privateshared.agents.langchain_player import LangChainPlayer, LangChainSpec
     from privateshared.agents.llm import ChatModelPlayer, ModelSpec, PlayerConfigError
+    from privateshared.agents.programs import (
+        AnswererProgram,
+        Move,
+        ProgramAnswerer,
+        ProgramQuestioner,
+        QuestionerProgram,
+    )
     from privateshared.agents.registry import resolve_answerer, resolve_questioner
     from privateshared.agents.scripted import ProgrammaticQuestioner
+    from privateshared.agents.views import (
+        AnswererView,
+        Asked,
+        QuestionerView,
+        Turn,
+        answerer_view,
+        questioner_view,
+    )
 
 __all__ = [
+    "AnswererProgram",
+    "AnswererView",
+    "Asked",
     "ChatMessage",
     "ChatModelPlayer",
     "LangChainPlayer",
     "LangChainSpec",
     "MockAnswerer",
     "ModelSpec",
+    "Move",
     "OracleAnswerer",
     "Player",
     "PlayerConfigError",
     "PlayerReply",
     "PlayerRequest",
+    "ProgramAnswerer",
+    "ProgramQuestioner",
     "ProgrammaticQuestioner",
+    "QuestionerProgram",
+    "QuestionerView",
     "RequestKind",
     "ToolCall",
+    "Turn",
+    "answerer_view",
     "is_import_path",
     "load_player",
+    "questioner_view",
     "resolve_answerer",
     "resolve_questioner",
 ]
@@ -59,7 +88,15 @@ _HOMES = {
         ("ChatModelPlayer", "ModelSpec", "PlayerConfigError"), "privateshared.agents.llm"
     ),
     **dict.fromkeys(("resolve_answerer", "resolve_questioner"), "privateshared.agents.registry"),
+    **dict.fromkeys(
+        ("AnswererProgram", "Move", "ProgramAnswerer", "ProgramQuestioner", "QuestionerProgram"),
+        "privateshared.agents.programs",
+    ),
     "ProgrammaticQuestioner": "privateshared.agents.scripted",
+    **dict.fromkeys(
+        ("AnswererView", "Asked", "QuestionerView", "Turn", "answerer_view", "questioner_view"),
+        "privateshared.agents.views",
+    ),
 }
 """Each public name and the module that defines it."""
 

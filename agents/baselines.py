@@ -8,6 +8,10 @@ Score, however many probes it gets right by chance.
 `MockAnswerer` breaks the format now and then and guesses every probe, for a run without a model.
 `OneListenerAnswerer` answers like the oracle but as if there were one listener who heard
 everything: in the two-listener experiments it shows what a perspective-blind answerer scores.
+
+Each is a program over the answerer's view (agents/views.py), called with it by the one adapter
+every program plays through, `ProgramAnswerer` (agents/programs.py); the classes keep their
+settings (a name, a seed) and their identity, which a thread's setup compares.
 """
 
 from __future__ import annotations
@@ -16,52 +20,21 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
-from privateshared.agents.base import ChatMessage, PlayerReply, PlayerRequest
-from privateshared.domains.audience import PRESENT
-from privateshared.domains.instances import GameInstance
+from privateshared.agents.base import PlayerReply, PlayerRequest
+from privateshared.agents.programs import ProgramAnswerer
+from privateshared.agents.views import AnswererView
 from privateshared.domains.schema import ANSWER_TAG, ASIDE_TAG
 
 ProbeAnswer = Literal["yes", "no"]
 
 
-def _reply(player: str, request: PlayerRequest, text: str) -> PlayerReply:
-    return PlayerReply(
-        text=text,
-        prompt=[message.to_openai() for message in request.messages],
-        raw={"player": player, "text": text},
-    )
+def _value(game: AnswererView) -> str:
+    """The reply that gives the value asked for."""
+    return f"{ANSWER_TAG} {game.values[game.slot]}."
 
 
-def is_known_to(
-    listener: str | None, slot: str, instance: GameInstance, dialogue: tuple[ChatMessage, ...]
-) -> bool:
-    """Whether `listener` has heard `slot` asked for, or its value given, in `dialogue`.
-
-    Read as the answerer reads it: a `[Present: ...]` line says who hears what follows (the
-    questioner alone until one does), a line `<TAG> to <listener>: ...` is a note to the
-    listener. A listener of None hears everything, present or not (the one-listener view)."""
-    tags = [instance.tag] + ([instance.audience.listener] if instance.audience else [])
-    questions = {f"{tag}: {instance.requests[slot]}" for tag in tags}
-    value = instance.slots[slot].lower()
-    present: tuple[str, ...] = (instance.tag,)
-    for message in dialogue:
-        lines = message.content.splitlines() or [""]
-        if message.role == "user":
-            for line in lines:
-                if line.startswith(PRESENT) and line.endswith("]"):
-                    present = tuple(line[len(PRESENT) : -1].split(", "))
-                elif (
-                    listener is not None
-                    and line.startswith(f"{instance.tag} to {listener}: ")
-                    and value in line.lower()
-                ):
-                    return True  # a note to the listener gave the value
-        hears = listener is None or listener in present
-        if hears and message.role == "user" and lines[-1] in questions:
-            return True
-        if hears and message.role == "assistant" and value in message.content.lower():
-            return True
-    return False
+def _aside(yes: bool) -> str:
+    return f"{ASIDE_TAG} {'yes' if yes else 'no'}"
 
 
 @dataclass(frozen=True)
@@ -71,14 +44,13 @@ class OracleAnswerer:
     name: str = "oracle"
     temperature: float = 0.0
 
+    def __call__(self, game: AnswererView) -> str:
+        if game.kind == "probe":
+            return _aside(game.knows(game.listener, game.slot))
+        return _value(game)
+
     async def respond(self, request: PlayerRequest) -> PlayerReply:
-        if request.kind == "probe":
-            # The context is the initial prompt, then the dialogue, then the probe itself.
-            dialogue = request.messages[1:-1]
-            listener = request.listener or request.instance.tag
-            known = is_known_to(listener, request.slot, request.instance, dialogue)
-            return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
-        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+        return await ProgramAnswerer(self, self.name, self.temperature).respond(request)
 
 
 @dataclass(frozen=True)
@@ -89,11 +61,13 @@ class OneListenerAnswerer:
     name: str = "one-listener"
     temperature: float = 0.0
 
+    def __call__(self, game: AnswererView) -> str:
+        if game.kind == "probe":
+            return _aside(game.knows(None, game.slot))
+        return _value(game)
+
     async def respond(self, request: PlayerRequest) -> PlayerReply:
-        if request.kind == "probe":
-            known = is_known_to(None, request.slot, request.instance, request.messages[1:-1])
-            return _reply(self.name, request, f"{ASIDE_TAG} {'yes' if known else 'no'}")
-        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+        return await ProgramAnswerer(self, self.name, self.temperature).respond(request)
 
 
 @dataclass(frozen=True)
@@ -107,10 +81,11 @@ class ConstantAnswerer:
     def name(self) -> str:
         return f"always-{self.reply}"
 
+    def __call__(self, game: AnswererView) -> str:
+        return f"{ASIDE_TAG} {self.reply}" if game.kind == "probe" else _value(game)
+
     async def respond(self, request: PlayerRequest) -> PlayerReply:
-        if request.kind == "probe":
-            return _reply(self.name, request, f"{ASIDE_TAG} {self.reply}")
-        return _reply(self.name, request, f"{ANSWER_TAG} {request.instance.slots[request.slot]}.")
+        return await ProgramAnswerer(self, self.name, self.temperature).respond(request)
 
 
 @dataclass(frozen=True)
@@ -128,34 +103,29 @@ class MockAnswerer:
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", "mock" if self.seed == 0 else f"mock-s{self.seed}")
 
-    def _rng(self, request: PlayerRequest) -> random.Random:
-        instance = request.instance
-        key = f"{self.seed}|{instance.experiment}|{instance.game_id}|{request.kind}|"
-        return random.Random(f"{key}{request.turn}|{request.slot}|{request.attempt}")
-
-    async def respond(self, request: PlayerRequest) -> PlayerReply:
-        rng = self._rng(request)
+    def __call__(self, game: AnswererView) -> str:
+        instance = game.instance
+        key = f"{self.seed}|{instance.experiment}|{instance.game_id}|{game.kind}|"
+        rng = random.Random(f"{key}{game.turn}|{game.slot}|{game.attempt}")
         draw = rng.random()
-        if request.kind == "probe":
+        if game.kind == "probe":
             guess = rng.choice(["yes", "no"])
             if draw < 0.15:
-                text = guess.capitalize() + "."  # tag missing
-            elif draw < 0.25:
-                text = f"{ASIDE_TAG} {guess}\n{ANSWER_TAG} Let me add something."  # extra line
-            else:
-                text = f"{ASIDE_TAG} {guess.capitalize()}."
-            return _reply(self.name, request, text)
-        slots = request.instance.slots
-        value = slots[request.slot]
+                return guess.capitalize() + "."  # tag missing
+            if draw < 0.25:
+                return f"{ASIDE_TAG} {guess}\n{ANSWER_TAG} Let me add something."  # extra line
+            return f"{ASIDE_TAG} {guess.capitalize()}."
+        value = game.values[game.slot]
         if draw < 0.02:
-            text = f"{value}."  # tag missing: aborts the episode
-        elif draw < 0.04:
-            text = f"{ANSWER_TAG} {value}.\nAnything else?"  # extra line: aborts the episode
-        elif draw < 0.14:
-            other = rng.choice([slot for slot in slots if slot != request.slot])
-            text = f"{ANSWER_TAG} {value}, and also {slots[other]}."  # volunteers a value early
-        elif draw < 0.20:
-            text = f"{ANSWER_TAG} I would rather not say."  # slot not filled
-        else:
-            text = f"{ANSWER_TAG} {value}."
-        return _reply(self.name, request, text)
+            return f"{value}."  # tag missing: aborts the episode
+        if draw < 0.04:
+            return f"{ANSWER_TAG} {value}.\nAnything else?"  # extra line: aborts the episode
+        if draw < 0.14:
+            other = rng.choice([slot for slot in game.values if slot != game.slot])
+            return f"{ANSWER_TAG} {value}, and also {game.values[other]}."  # volunteers early
+        if draw < 0.20:
+            return f"{ANSWER_TAG} I would rather not say."  # slot not filled
+        return f"{ANSWER_TAG} {value}."
+
+    async def respond(self, request: PlayerRequest) -> PlayerReply:
+        return await ProgramAnswerer(self, self.name, self.temperature).respond(request)

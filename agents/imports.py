@@ -3,8 +3,10 @@
 `package.module:attr` names an object in an importable module (installed, or on PYTHONPATH),
 `./path/to/file.py:attr` (or `../...`, or an absolute path) one in a Python file, as
 `langgraph.json` names graphs. The object may be a `Player` (a `name`, a `temperature` and an
-async `respond`), a LangChain chat model (which plays through agents/langchain_player.py), a
-class built with no arguments, or a factory called with none. The command
+async `respond`; `ProgramQuestioner` and `ProgramAnswerer` make one of a program over a view,
+agents/programs.py), a LangChain chat model (which plays through agents/langchain_player.py), a
+class built with no arguments, or a factory called with none; a program named itself gets a line
+saying how to make a player of it. The command
 line, a registry entry (agents/model_registry.py), Studio's context and `resolve_answerer` and
 its siblings all come here, so the same words name the same player everywhere.
 
@@ -24,11 +26,14 @@ model named like an installed module is still reachable through a registry entry
 looked up first). A bare `file.py` is an import path too, so that its missing `:attr` gets a
 line saying so rather than a model call that fails.
 
-A file is resolved against the current folder when it is named (a registry entry: the registry
-file's folder) and kept absolute, since a worker or a Ray task may run elsewhere. It is imported
-under a module name derived from its absolute path and kept in `sys.modules`, so that naming it
-again reuses it and its objects pickle within the process. The file may import installed modules
-and what PYTHONPATH holds; its own folder is not put on the path.
+A relative file is found from the current folder (a registry entry: from the registry file's
+folder, made absolute when the registry is read), and made absolute only when it travels to a Ray
+task, which may run elsewhere: reading the current folder is a call LangGraph's server refuses
+while it validates a run's context, where Studio names players. A file is imported under a
+module name derived from the file's identity (device and inode, whatever path names it) and
+kept in `sys.modules`, so that naming it again reuses it and its objects pickle within the
+process. The file may import installed modules and what PYTHONPATH holds; its own folder is not
+put on the path.
 """
 
 from __future__ import annotations
@@ -117,7 +122,7 @@ class ImportSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
-    """The import path, its file (if any) absolute."""
+    """The import path; its file (if any) absolute, or relative to the current folder."""
     name: str | None = None
     """The name it plays under (a registry entry's); None: the player's own."""
 
@@ -133,6 +138,10 @@ class ImportSpec(BaseModel):
         target = _attribute(module, attr, shown)
         return ImportedPlayer(self, _player_of(target, attr, shown))
 
+    def absolute(self) -> ImportSpec:
+        """The spec with its file absolute, for a process that may run in another folder."""
+        return self.model_copy(update={"path": absolute_import_path(self.path)})
+
 
 def load_player(
     path: str, *, name: str | None = None, folder: Path | None = None
@@ -141,7 +150,8 @@ def load_player(
     given; a relative file is found from `folder` (default: the current folder).
 
     Raises PlayerConfigError, one line naming the path, the problem and the fix."""
-    return ImportSpec(path=absolute_import_path(path, folder), name=name).load(shown=path)
+    found = path if folder is None else absolute_import_path(path, folder)
+    return ImportSpec(path=found, name=name).load(shown=path)
 
 
 @dataclass(frozen=True)
@@ -171,9 +181,12 @@ def _one_line(error: BaseException) -> str:
 
 
 def _file_module_name(file: Path) -> str:
-    """A stable module name for `file`: the same path gives the same module, in any process."""
+    """A stable module name for `file`: the same file gives the same module, whatever path
+    names it (relative or absolute), in any process of this machine."""
     stem = re.sub(r"\W", "_", file.stem)
-    return f"privateshared_user_{stem}_{hashlib.sha1(str(file).encode()).hexdigest()[:10]}"
+    found = file.stat()
+    identity = hashlib.sha1(f"{found.st_dev}:{found.st_ino}".encode()).hexdigest()[:10]
+    return f"privateshared_user_{stem}_{identity}"
 
 
 def _import(module_path: str, shown: str) -> ModuleType:
@@ -209,11 +222,13 @@ def _import_file(file: Path, shown: str) -> ModuleType:
     if not file.is_file():
         what = "is a folder, not a file" if file.is_dir() else "does not exist"
         raise PlayerConfigError(
-            f"{shown}: {file} {what}; name a Python file (a relative path starts from the "
-            "current folder; in a registry, from the registry's folder)"
+            f"{shown}: {os.path.abspath(file)} {what}; name a Python file (a relative path "
+            "starts from the current folder; in a registry, from the registry's folder)"
         )
     if file.suffix != ".py":
-        raise PlayerConfigError(f"{shown}: {file} is not a .py file; name a Python file")
+        raise PlayerConfigError(
+            f"{shown}: {os.path.abspath(file)} is not a .py file; name a Python file"
+        )
     key = _file_module_name(file)
     if key in sys.modules:
         return sys.modules[key]
@@ -229,7 +244,7 @@ def _import_file(file: Path, shown: str) -> ModuleType:
         where = ""
         if not isinstance(error, SyntaxError):  # its message says the line already
             lines = [f.lineno for f in traceback.extract_tb(error.__traceback__)
-                     if f.filename == str(file)]  # fmt: skip
+                     if f.filename == spec.origin]  # fmt: skip
             where = f" at line {lines[-1]}" if lines else ""
         raise PlayerConfigError(
             f"{shown}: importing {written} failed{where} ({_one_line(error)}); fix the file"
@@ -289,6 +304,8 @@ def _player_of(target: object, attr: str, shown: str) -> Player:
     """The player `target` is, builds (a class) or returns (a factory); a LangChain chat model
     plays through `LangChainPlayer`."""
     made = target
+    if not isinstance(target, type) and not hasattr(target, "respond") and _program_view(target):
+        raise PlayerConfigError(f"{shown}: {_adapt_program(target, attr)}")
     if not is_chat_model(target) and (
         isinstance(target, type) or (callable(target) and not hasattr(target, "respond"))
     ):
@@ -310,12 +327,45 @@ def _player_of(target: object, attr: str, shown: str) -> Player:
             return LangChainPlayer(made)
         except PlayerConfigError as error:
             raise PlayerConfigError(f"{shown}: {error}") from None
+    if not hasattr(made, "respond") and _program_view(made):
+        raise PlayerConfigError(f"{shown}: {_adapt_program(made, attr)}")
     problem = _not_a_player(made)
     if problem is not None:
         said = f"{attr} is" if made is target else f"{attr}() made"
         raise PlayerConfigError(f"{shown}: {said} {_what(made)}, not a player ({problem}); {NEEDS}")
     assert isinstance(made, Player)  # what _not_a_player checked
     return made
+
+
+_PROGRAMS = {
+    "QuestionerView": 'Asker = ProgramQuestioner({attr}, name="my-asker")',
+    "AnswererView": 'Answerer = ProgramAnswerer({attr}, name="my-answerer")',
+}
+"""The views a program may take (agents/programs.py), by name, and how a player is made of it."""
+
+
+def _program_view(value: object) -> str | None:
+    """The view `value` takes if it is a program: a callable whose one parameter is annotated
+    `QuestionerView` or `AnswererView` (also as a string); None otherwise."""
+    try:
+        parameters = list(inspect.signature(value).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # not callable, or no signature to read
+        return None
+    annotation = parameters[0].annotation if len(parameters) == 1 else None
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    return name if name in _PROGRAMS else None
+
+
+def _adapt_program(program: object, attr: str) -> str:
+    """What to say of a program named where a player is meant: how to make a player of it."""
+    view = _program_view(program)
+    assert view is not None  # checked by the caller
+    example = _PROGRAMS[view].format(attr=attr)
+    return (
+        f"{attr} is a program (it takes {'an' if view[0] in 'AEIOU' else 'a'} {view}), not a "
+        "player; make a player of it in its file, "
+        f"e.g. {example}, and name that"
+    )
 
 
 def _not_a_player(value: object) -> str | None:

@@ -15,7 +15,8 @@ ground truth) is in `graph/listeners.py`.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -30,6 +31,15 @@ FAREWELL = (
     "learned, since your colleague gets your records as your note. No more questions."
 )
 """What a leaving questioner is told on its last turn, before the handover."""
+
+NOTHING_NOTED = "I have noted nothing yet."
+"""The note of a leaving questioner that recorded nothing."""
+_NOTED = "Here is what I have noted: "
+_HANDOVER_OPENING = re.compile(
+    r'The .+? you take over from has left, saying to you: "(.*)" '
+    r"Go on from there: ask your first question\.",
+    re.DOTALL,
+)
 
 AudienceKind = Literal["late-joiner", "handover"]
 AUDIENCE_KINDS: tuple[AudienceKind, ...] = ("late-joiner", "handover")
@@ -91,6 +101,40 @@ class Audience(BaseModel):
 def presence_line(present: Sequence[str]) -> str:
     """e.g. `[Present: TRAVEL-AGENT, COLLEAGUE]`."""
     return f"{PRESENT}{', '.join(present)}]"
+
+
+def note_text(values: Mapping[str, str]) -> str:
+    """The note a leaving questioner speaks: what it recorded, slot by slot."""
+    if not values:
+        return NOTHING_NOTED
+    noted = "; ".join(f"{slot.upper()}: {value}" for slot, value in values.items())
+    return f"{_NOTED}{noted}."
+
+
+def read_note(note: str, slots: Iterable[str]) -> dict[str, str]:
+    """What a note gives, slot -> value, read back from `note_text` (a value may hold `; `, not
+    `; <SLOT>: ` of one of `slots`)."""
+    if not note.startswith(_NOTED) or not note.endswith("."):
+        return {}
+    names = {slot.upper(): slot for slot in slots}
+    heads = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    parts = re.split(rf"(?:^|; )({heads}): ", note[len(_NOTED) : -1])
+    return {names[head]: value for head, value in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def handover_opening(questioner: str, note: str) -> str:
+    """The second questioner's first message after a handover: the note, and nothing else of
+    what was said before it came."""
+    return (
+        f'The {questioner} you take over from has left, saying to you: "{note}" '
+        "Go on from there: ask your first question."
+    )
+
+
+def read_handover_opening(message: str) -> str | None:
+    """The note a `handover_opening` message carries; None for any other message."""
+    match = _HANDOVER_OPENING.fullmatch(message)
+    return None if match is None else match.group(1)
 
 
 def audience_paragraph(domain: Domain) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from langgraph.runtime import Runtime
 
 from privateshared.agents.base import ChatMessage, Player, PlayerFailure, PlayerRequest
+from privateshared.agents.views import ANSWERED
 from privateshared.domains.instances import default_instance
 from privateshared.domains.schema import ANSWER_TAG
 from privateshared.graph.context import GameContext, episode_setup, game_context, run_context
@@ -171,7 +172,7 @@ def deliver_answer(steps: list[QuestionerStep], answer: str) -> list[QuestionerS
         return steps
     *earlier, last = steps
     calls = tuple(
-        record.model_copy(update={"result": f"Answer: {answer}"})
+        record.model_copy(update={"result": f"{ANSWERED}{answer}"})
         if record.valid and record.call.name == "ask"
         else record
         for record in last.calls

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
+from privateshared.domains.audience import note_text
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.dialogue import revealed_slots
-from privateshared.graph.listeners import note_text
 from privateshared.graph.state import AudienceChange, EpisodeState
 
 

@@ -7,13 +7,9 @@ then gives what the classic game has always done, so the graph needs no second p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from privateshared.domains.audience import presence_line
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.state import AudienceChange, EpisodeState
-
-NOTHING_NOTED = "I have noted nothing yet."
 
 
 def present_at(instance: GameInstance, turn: int) -> tuple[str, ...]:
@@ -62,14 +58,6 @@ def round_plan(instance: GameInstance, round_index: int) -> list[tuple[str | Non
     index = k - audience.after_turn - 1
     about = {instance.tag: instance.probes[k], audience.listener: audience.probes[index]}
     return [(tag, slot, about[tag][slot]) for tag, slot in audience.order[index]]
-
-
-def note_text(values: Mapping[str, str]) -> str:
-    """The note a leaving questioner speaks: what it recorded, slot by slot."""
-    if not values:
-        return NOTHING_NOTED
-    noted = "; ".join(f"{slot.upper()}: {value}" for slot, value in values.items())
-    return f"Here is what I have noted: {noted}."
 
 
 def announcement(instance: GameInstance, change: AudienceChange) -> list[str]:

@@ -19,7 +19,8 @@ from langgraph.runtime import Runtime
 from pydantic import JsonValue
 
 from privateshared.agents.base import ChatMessage, PlayerFailure, PlayerRequest, ToolCall
-from privateshared.domains.audience import FAREWELL
+from privateshared.agents.views import REFUSED
+from privateshared.domains.audience import FAREWELL, handover_opening
 from privateshared.domains.instances import GameInstance
 from privateshared.graph.context import GameContext, game_context
 from privateshared.graph.dialogue import call_failure, call_player, revealed_slots
@@ -94,15 +95,6 @@ def questioner_tools(instance: GameInstance) -> tuple[dict[str, JsonValue], ...]
     )  # fmt: skip
 
 
-def handover_start(instance: GameInstance, note: str) -> str:
-    """The second questioner's first message after a handover: the note, and nothing else of
-    what was said before it came."""
-    return (
-        f'The {instance.questioner} you take over from has left, saying to you: "{note}" '
-        "Go on from there: ask your first question."
-    )
-
-
 def questioner_context(
     instance: GameInstance,
     steps: Sequence[QuestionerStep],
@@ -117,7 +109,7 @@ def questioner_context(
         role = f"{instance.audience.role} of a {instance.questioner}"
         opening = [
             ChatMessage(role="system", content=questioner_prompt(instance, role)),
-            ChatMessage(role="user", content=handover_start(instance, change.note)),
+            ChatMessage(role="user", content=handover_opening(instance.questioner, change.note)),
         ]
     else:
         opening = [
@@ -205,7 +197,7 @@ def carry_out(
 
     def refuse(call: ToolCall, why: str, **checks: JsonValue) -> None:
         records.append(ToolCallRecord(
-            call=call, valid=False, result=f"Error: {why}. Slots: {', '.join(slots)}.",
+            call=call, valid=False, result=f"{REFUSED}{why}. Slots: {', '.join(slots)}.",
             intermediate_results={"error": why, **checks},
         ))  # fmt: skip
 

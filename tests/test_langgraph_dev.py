@@ -5,7 +5,8 @@ through its HTTP API. It proves that:
 
 - the server starts without internet and loads `privateshared.graph.builder:graph`;
 - a run's runtime context (a JSON object) is validated into `GameContext` and reaches the
-  players: the answerer named in it is the one that replies;
+  players: the answerer named in it is the one that replies, also a user's program named by
+  import path (a file where the server runs, or a module on its PYTHONPATH);
 - our pydantic state (`EpisodeState`, its nested models and `EpisodeScores`) comes back as JSON,
   with the scores of a perfect episode for the oracle;
 - a person plays on a thread through interrupts, one run per reply, the waiting episode kept by
@@ -40,6 +41,7 @@ from langgraph_sdk import get_sync_client
 from privateshared.bench.testing.fake_endpoint import FakeOpenAI
 from privateshared.bench.testing.fake_players import default_players
 from privateshared.domains.instances import GameInstance, default_instance
+from tests.test_user_players import PROGRAMS
 
 REPO = Path(__file__).resolve().parent.parent
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
@@ -104,8 +106,13 @@ def _server_env() -> dict[str, str]:
 def _start_server(log_path: Path, port: int) -> subprocess.Popen[bytes]:
     """Start `langgraph dev` with the repository's langgraph.json in its own process group.
 
-    It runs in the test's temporary folder, where it keeps its `.langgraph_api/` data.
+    It runs in the test's temporary folder, where it keeps its `.langgraph_api/` data, with the
+    folder `lib/` there on its PYTHONPATH, for players named as `module:attr`.
     """
+    lib = log_path.parent / "lib"
+    lib.mkdir(exist_ok=True)
+    env = _server_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(lib), env.get("PYTHONPATH")]))
     with log_path.open("wb") as log:  # the child keeps its own handle to the file
         return subprocess.Popen(
             [
@@ -121,7 +128,7 @@ def _start_server(log_path: Path, port: int) -> subprocess.Popen[bytes]:
                 "--no-reload",  # no file watcher, and no reloader child process
             ],
             cwd=log_path.parent,  # its `.langgraph_api/` data stays out of the repository
-            env=_server_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -341,6 +348,32 @@ def test_episodes_run_through_langgraph_dev(server: Server) -> None:
 
     errors = _unexpected_errors(log_path)
     assert not errors, "errors in the server log:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("where", ["./my_programs.py", "lib_programs"], ids=["file", "module"])
+def test_programs_by_import_path_play_in_the_context(server: Server, where: str) -> None:
+    """The ten-line programs of tests/test_user_players.py, named in a run's context as Studio
+    names players: by a file where the server runs, or by a module on its PYTHONPATH. They play
+    the episode under their names, the questions in the reverse of the request order, every
+    answer written down; the thread keeps them as named."""
+    (server.log_path.parent / "my_programs.py").write_text(PROGRAMS)
+    (server.log_path.parent / "lib" / "lib_programs.py").write_text(PROGRAMS)
+    context = {"answerer": f"{where}:SaidItAnswerer", "questioner": f"{where}:ReverseAsker"}
+    state = _play(server.url, server.log_path, {"experiment": "travel-booking", "game_id": 0},
+                  context)  # fmt: skip
+    instance = default_instance("travel-booking", 0)
+    scores = _scores_part(state["scores"], "episode scores", "episode_scores")
+    assert (scores["Main Score"], scores["Questioner Task Completion"]) == (100.0, 1)
+    asked = [exchange["slot"] for exchange in state["dialogue"][1:]]
+    assert asked == list(reversed(instance.request_order))
+    assert state["belief"] == {slot: f"{value}." for slot, value in instance.slots.items()}
+    assert _answering_players(state) == {"said-it"}
+    players = state["records"]["interactions"]["players"]
+    assert (players["Player 1"], players["Player 2"]) == (
+        "Answerer: said-it", "Questioner: reverse-asker",
+    )  # fmt: skip
+    assert state["setup"]["questioner"] == {"given": context["questioner"],
+                                            "python_object": False}  # fmt: skip
 
 
 def _wait(client: httpx.Client, url: str, thread: str, body: dict[str, Any]) -> Any:

@@ -1,12 +1,14 @@
 """A user's players by import path: a questioner and an answerer written in a file outside the
 package, against `privateshared.agents`' public names only, play when named `./file.py:attr` or
 `module:attr`, in this process, in worker processes and on a Ray cluster, and their records and
-tables carry their names; names with colons that are models stay models; a broken path is one
-line."""
+tables carry their names; so do programs of about ten lines over the game's views, on the
+command line, from Python and in Studio's context; names with colons that are models stay
+models; a broken path, or a program named where its player is meant, is one line."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import pickle
@@ -18,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from privateshared.agents import is_import_path, load_player
+from privateshared.agents import PlayerConfigError, is_import_path, load_player
 from privateshared.agents.registry import resolve_answerer, resolve_questioner
+from privateshared.bench import run_benchmark
 from privateshared.bench.cli import main
 from privateshared.bench.running.episodes import play_episode
-from privateshared.domains.instances import GameInstance
+from privateshared.domains.instances import GameInstance, default_instance
 from privateshared.graph.context import GameContext
 
 PLAYERS = '''\
@@ -107,8 +110,41 @@ class SyncAnswerer:
     def respond(self, request: PlayerRequest) -> PlayerReply:
         raise NotImplementedError
 '''
+PROGRAMS = '''\
+"""A user's programs over the game's views: a questioner and an answerer, ten lines each."""
+
+from privateshared.agents import (
+    AnswererView,
+    Move,
+    ProgramAnswerer,
+    ProgramQuestioner,
+    QuestionerView,
+)
+
+
+def reverse_order(game: QuestionerView) -> Move:
+    """Write down each answer as it was said, then ask for the last slot left, or finish."""
+    return Move(record=game.heard, ask=game.left[-1] if game.left else None)
+
+
+ReverseAsker = ProgramQuestioner(reverse_order, name="reverse-asker")
+
+
+def said_it(game: AnswererView) -> str:
+    """Give the value asked for; a slot is shared once its value was in one of my answers."""
+    value = game.values[game.slot]
+    if game.kind == "question":
+        return f"ANSWER: {value}."
+    said = " ".join(game.said).lower()
+    return "ASIDE: yes" if value.lower() in said else "ASIDE: no"
+
+
+SaidItAnswerer = ProgramAnswerer(said_it, name="said-it")
+'''
 MODULE = "user_players_for_tests"
 """The players file's module name when it is named as `module:attr`."""
+PROGRAMS_MODULE = "user_programs_for_tests"
+"""The programs file's, likewise."""
 RUN = ["run", "--experiment", "travel-booking", "--results-dir", "records"]
 PAIR = "echo-t0.0--reverse-asker-t0.0"
 
@@ -116,14 +152,18 @@ PAIR = "echo-t0.0--reverse-asker-t0.0"
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A folder outside the package, the current one, holding the players file twice: as
-    my_players.py, named by path, and as a module on sys.path, named by its module name."""
-    (tmp_path / "my_players.py").write_text(PLAYERS)
+    my_players.py, named by path, and as a module on sys.path, named by its module name; the
+    programs file likewise, as my_programs.py and a module."""
     (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / f"{MODULE}.py").write_text(PLAYERS)
+    for file, module, text in (("my_players.py", MODULE, PLAYERS),
+                               ("my_programs.py", PROGRAMS_MODULE, PROGRAMS)):  # fmt: skip
+        (tmp_path / file).write_text(text)
+        (tmp_path / "lib" / f"{module}.py").write_text(text)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))
     yield tmp_path
     sys.modules.pop(MODULE, None)
+    sys.modules.pop(PROGRAMS_MODULE, None)
 
 
 @pytest.mark.parametrize(
@@ -179,9 +219,16 @@ def pids(results: Path) -> set[int]:
     }
 
 
-def check_played(results: Path, answerer: str, questioner: str = "reverse-asker") -> None:
+def check_played(
+    results: Path,
+    answerer: str,
+    questioner: str = "reverse-asker",
+    reversed_key: str = "slots",
+    tables: bool = True,
+) -> None:
     """Ten travel episodes under the players' names, every one won, the questions asked in
-    reverse, and the tables naming both."""
+    the reverse of the instance's `reversed_key` (its slots, or its request order), and the
+    tables naming both (a run from Python writes none: it returns them)."""
     pair = f"{answerer}-t0.0--{questioner}-t0.0"
     experiment = results / pair / "privateshared" / "0_travel-booking"
     episodes = sorted(experiment.glob("episode_*"))
@@ -192,10 +239,12 @@ def check_played(results: Path, answerer: str, questioner: str = "reverse-asker"
         record = interactions(folder)
         assert record["players"]["Player 1"] == f"Answerer: {answerer}"
         assert record["players"]["Player 2"] == f"Questioner: {questioner}"
-        slots = json.loads((folder / "instance.json").read_text())["slots"]
+        slots = json.loads((folder / "instance.json").read_text())[reversed_key]
         assert asked_slots(record) == list(reversed(slots))
     written = json.loads((experiment / "experiment.json").read_text())
     assert (written["answerer"], written["questioner"]) == (answerer, questioner)
+    if not tables:
+        return
     rows = json.loads((results / "results.json").read_text())["models"]
     row = next(row for row in rows if row["model"] == pair)
     assert row["questioner"] == questioner and row["quality_score"] == 100
@@ -245,6 +294,101 @@ def test_studio_context_and_python_take_the_same_words(here: Path, instance: Gam
     assert pickle.loads(pickle.dumps(first)).name == "echo"
     with pytest.raises(ValueError, match=r"missing\.py:X: .*missing\.py does not exist"):
         GameContext.model_validate({"answerer": "./missing.py:X"})
+
+
+PROGRAMS_PAIR = "said-it-t0.0--reverse-asker-t0.0"
+
+
+def check_programs_played(results: Path, tables: bool = True) -> None:
+    """The ten-line programs' travel episodes: won, the questions asked in the reverse of the
+    request order, every answer written down as it was said, every answer and probe reply in
+    requests.json under the answerer's name."""
+    check_played(results, "said-it", reversed_key="request_order", tables=tables)
+    experiment = results / PROGRAMS_PAIR / "privateshared" / "0_travel-booking"
+    for folder in sorted(experiment.glob("episode_*")):
+        values = json.loads((folder / "instance.json").read_text())["slots"]
+        recorded = {
+            event["action"]["arguments"]["slot"]: event["action"]["arguments"]["value"]
+            for turn in interactions(folder)["turns"] for event in turn
+            if event["action"]["type"] == "tool call" and event["action"]["name"] == "record"
+            and event["action"]["valid"]
+        }  # fmt: skip
+        assert recorded == {slot: f"{value}." for slot, value in values.items()}
+        calls = json.loads((folder / "requests.json").read_text())
+        assert len(calls) == 5 + 6 * 5  # five answers, six rounds of five probes
+        assert {call["raw_response_obj"]["player"] for call in calls} == {"said-it"}
+
+
+@pytest.mark.parametrize(
+    ("names", "workers"),
+    [
+        (["--model", "./my_programs.py:SaidItAnswerer",
+          "--questioner", "./my_programs.py:ReverseAsker"], "1"),
+        (["--model", f"{PROGRAMS_MODULE}:SaidItAnswerer",
+          "--questioner", f"{PROGRAMS_MODULE}:ReverseAsker"], "2"),
+    ],
+    ids=["file-here", "module-in-workers"],
+)  # fmt: skip
+def test_programs_play_from_the_command_line(
+    here: Path, capsys: pytest.CaptureFixture[str], names: list[str], workers: str
+) -> None:
+    assert main([*RUN, *names, "--workers", workers]) == 0, capsys.readouterr().err
+    check_programs_played(here / "records")
+
+
+def test_programs_play_from_python(here: Path) -> None:
+    """Named by import path, or passed as the objects the file made, with the same records."""
+    by_path = run_benchmark(
+        ["./my_programs.py:SaidItAnswerer"], questioner=f"{PROGRAMS_MODULE}:ReverseAsker",
+        experiments=["travel-booking"], results_dir=here / "by-path",
+    )  # fmt: skip
+    programs = importlib.import_module(PROGRAMS_MODULE)
+    as_objects = run_benchmark(
+        [programs.SaidItAnswerer], questioner=programs.ReverseAsker,
+        experiments=["travel-booking"], results_dir=here / "as-objects",
+    )  # fmt: skip
+    for evaluation, folder in ((by_path, "by-path"), (as_objects, "as-objects")):
+        (row,) = evaluation.models
+        assert (row.model, row.played, row.quality_score) == (PROGRAMS_PAIR, 10, 100)
+        assert (row.questioner_slot_accuracy, row.questioner_task_completion) == (1, 1)
+        check_programs_played(here / folder, tables=False)
+
+
+def test_programs_play_in_a_studio_context(here: Path) -> None:
+    """Studio's context takes the same words: each seat's program plays one episode."""
+    context = GameContext.model_validate(
+        {"answerer": "./my_programs.py:SaidItAnswerer",
+         "questioner": f"{PROGRAMS_MODULE}:ReverseAsker"}
+    )  # fmt: skip
+    instance = default_instance("travel-booking", 0)
+    state = asyncio.run(play_episode(instance, context))
+    assert state.scores is not None
+    scores = state.scores.episode_scores
+    assert (scores["Main Score"], scores["Questioner Task Completion"]) == (100, 1)
+    assert [exchange.slot for exchange in state.dialogue[1:]] == list(
+        reversed(instance.request_order)
+    )
+    assert state.belief == {slot: f"{value}." for slot, value in instance.slots.items()}
+    assert state.records is not None
+    assert state.records.interactions.players["Player 1"] == "Answerer: said-it"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("./my_programs.py:reverse_order", "./my_programs.py:reverse_order: reverse_order is a "
+         "program (it takes a QuestionerView), not a player; make a player of it in its file, e.g. "
+         'Asker = ProgramQuestioner(reverse_order, name="my-asker"), and name that'),
+        (f"{PROGRAMS_MODULE}:said_it", f"{PROGRAMS_MODULE}:said_it: said_it is a program (it "
+         "takes an AnswererView), not a player; make a player of it in its file, e.g. Answerer = "
+         'ProgramAnswerer(said_it, name="my-answerer"), and name that'),
+    ],
+    ids=["questioner", "answerer"],
+)  # fmt: skip
+def test_a_program_named_for_its_player_is_one_line(here: Path, name: str, expected: str) -> None:
+    with pytest.raises(PlayerConfigError) as raised:
+        load_player(name)
+    assert str(raised.value) == expected
 
 
 BROKEN = {

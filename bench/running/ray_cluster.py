@@ -142,7 +142,7 @@ def recipes(ray: Any, cast: Cast, limit: int | None) -> dict[str, Recipe]:
         spec = model_spec_of(player)
         inner = getattr(player, "inner", player)  # without a local call cap's semaphore
         if isinstance(inner, ImportedPlayer):
-            made[player.name] = Recipe(origin=inner.origin)
+            made[player.name] = Recipe(origin=inner.origin.absolute())
             continue
         if spec is None:  # one of our programs: sent as it is
             made[player.name] = Recipe(player=inner)
