@@ -25,30 +25,8 @@ The game itself (graph/), the players (agents/) and the data (domains/) never im
 the whole stack takes to import.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from privateshared.bench.running.benchmark import arun_benchmark, run_benchmark
-
-__all__ = ["arun_benchmark", "run_benchmark"]
-
-_HOMES = {
-    "arun_benchmark": "privateshared.bench.running.benchmark",
-    "run_benchmark": "privateshared.bench.running.benchmark",
-}
-"""Each public name and the module that defines it."""
-
-
-def __getattr__(name: str) -> object:
-    """Import a public name from its module on first use."""
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
-
-
-def __dir__() -> list[str]:
-    """The package's names, the public ones not yet imported too."""
-    return sorted({*globals(), *__all__})
+# PEP 562: each public name (listed once, in __init__.pyi, where type checkers read it) is
+# imported from its module on first use, not with the package.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

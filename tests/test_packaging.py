@@ -36,7 +36,7 @@ def source_folders() -> dict[str, Path]:
     folders = {}
     for name, root in package_dir.items():
         for path in sorted((REPO / root).rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".json", ".txt"}:
+            if path.is_file() and path.suffix in {".py", ".pyi", ".json", ".txt"}:
                 parts = path.parent.relative_to(REPO / root).parts
                 if "__pycache__" not in parts:
                     folders[".".join((name, *parts))] = path.parent
@@ -52,7 +52,7 @@ def test_wheel_holds_every_source_folder_and_file(wheel: Path) -> None:
     for name, folder in folders.items():
         inside = name.replace(".", "/")
         for path in folder.iterdir():
-            if path.is_file() and path.suffix in {".py", ".json", ".txt"}:
+            if path.is_file() and path.suffix in {".py", ".pyi", ".json", ".txt"}:
                 assert f"{inside}/{path.name}" in names, f"{path} is missing from the wheel"
     # Nothing installs under a top-level name another distribution could own.
     assert {name.split("/")[0] for name in names} == {
