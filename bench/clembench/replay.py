@@ -37,6 +37,7 @@ from privateshared.domains.clembench_texts import (
     ResourcesError,
     clembench_probe_wording,
     resource_phrasings,
+    resource_values,
 )
 from privateshared.domains.instances import (
     ExperimentSpec,
@@ -306,8 +307,9 @@ async def replay_episode(
         return outcome
     save_episode(ours, spec.model_dump(mode="json", exclude_none=True), state, context)
     write_experiment_file(
-        ours.parent, episode.experiment, None, folder.parents[2].name, replayer,
+        ours.parent, episode.experiment, named, folder.parents[2].name, replayer,
         context.questioner, benchmark=benchmark_of([spec]),
+        slot_values=None if resources is None else resource_values(resources, experiment),
     )  # fmt: skip
     assert state.scores is not None  # save_episode checked
     outcome.scores = state.scores
