@@ -9,10 +9,12 @@ clembench records give the over- and under-attribution a count over their own pr
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import math
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -57,6 +59,8 @@ from privateshared.graph.records import (
 from tests.conftest import SHARED_NEWER_RECORDS, SHARED_RECORDS, SHARED_RESOURCES
 
 REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "diagnostics.md"
+EXAMPLE = REPO / "scripts" / "diagnostics_example.py"
 AGENT, COLLEAGUE = "TRAVEL-AGENT", "COLLEAGUE"
 
 
@@ -521,3 +525,80 @@ def test_every_interval_at_once_equals_each_on_its_own() -> None:
     for i in range(3):
         alone = percentile_interval(ratio(totals[:, 2 * i], totals[:, 2 * i + 1]))
         assert tuple(together[:, i]) == pytest.approx(alone)
+
+
+def _example() -> ModuleType:
+    """scripts/diagnostics_example.py, which makes the docs page's tables and plot."""
+    spec = importlib.util.spec_from_file_location("diagnostics_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@shared
+def test_the_docs_page_shows_what_its_script_makes(tmp_path: Path) -> None:
+    """docs/diagnostics.md quotes the Diagnostics tables of the replayed clembench records, the
+    plot of them and the mock's rates: each as scripts/diagnostics_example.py makes it now."""
+    example, page = _example(), DOCS.read_text()
+    example.replayed(tmp_path / "replayed")
+    markdown = (tmp_path / "replayed" / "results.md").read_text()
+    for heading in example.TABLES:
+        rows = example.first_table(markdown, heading)
+        assert len(rows) == 2 + 9  # header, rule, a row per model
+        assert "\n".join(rows) in page, heading
+    generated = (tmp_path / "replayed" / "diagnostics.svg").read_text()
+    assert (DOCS.parent / "img" / "diagnostics-clembench.svg").read_text() == generated
+    assert example.mock_line(tmp_path / "mock") in page
+    # The README's replay commands, as the page repeats them.
+    assert "privateshared replay ../shared/clembench-records/$records" in page
+    assert "privateshared eval /tmp/replayed" in page
+
+
+def test_two_listeners_early_disclosures_count_only_those_who_heard() -> None:
+    # Answer 1 (to the agent's question about a) gives c away while only the agent listens: c is
+    # shared for the agent from round 1, and stays private for the colleague, who joins later.
+    # The agent's probes of c in rounds 1 and 2 count (yes, no), the colleague's do not: 1/2.
+    turns = [
+        [],
+        [note("metadata", "Slot filled: True", slot="a"),
+         note("metadata", "Value of C given early", shared_early="c")],
+        [note("metadata", "Slot filled: True", slot="b")],
+        [note("metadata", "Slot filled: True", slot="c")],
+    ]  # fmt: skip
+    rounds = [
+        [probe("c", 0, 0, AGENT)],
+        [probe("c", 1, 1, AGENT)],
+        [probe("c", 1, 0, AGENT), probe("c", 0, 1, COLLEAGUE)],
+        [probe("c", 1, 1, AGENT), probe("c", 1, 1, COLLEAGUE)],  # asked in turn 3: no longer
+    ]
+    counted = episode_diagnostics(interactions(rounds, turns), None)
+    assert counted.early_disclosures == Tally(count=1, total=2)
+
+
+def test_action_types_across_a_handover() -> None:
+    # The agent asks a (turn 1: right), hears a, and in its farewell turn 2 records it and asks
+    # nothing (right: a farewell only records). Its note carries a to the colleague, whose first
+    # turn (also turn 2) records a and asks b (right), and who then hears b and, in turn 3,
+    # records it and finishes (right). Turn 2 counts twice: 2 of 2.
+    def said(turn: int, asker: str, farewell: bool = False) -> Event:
+        extra = {"farewell": True} if farewell else {}
+        return Event(sender=QUESTIONER, to=GM, timestamp="t", action=Action(
+            type="get message", content="", turn=turn, questioner=asker, **extra))  # fmt: skip
+
+    def done(turn: int, asker: str, name: str, slot: str | None = None) -> Event:
+        event = call(turn, name, slot)
+        return event.model_copy(update={"action": Action(
+            **event.action.model_dump(), questioner=asker)})  # fmt: skip
+
+    turns = [
+        [said(1, AGENT), done(1, AGENT, "ask", "a")],
+        [note("metadata", "Values given", revealed={"a": "x"}), said(2, AGENT, farewell=True),
+         done(2, AGENT, "record", "a"), note("note", "a", to=COLLEAGUE, carried=["a"]),
+         said(2, COLLEAGUE), done(2, COLLEAGUE, "record", "a"), done(2, COLLEAGUE, "ask", "b")],
+        [note("metadata", "Values given", revealed={"b": "y"}), said(3, COLLEAGUE),
+         done(3, COLLEAGUE, "record", "b"), done(3, COLLEAGUE, "finish")],
+    ]  # fmt: skip
+    assert action_types(interactions([[]] * 3, turns, slots=("a", "b"))) == {
+        1: Tally(count=1, total=1), 2: Tally(count=2, total=2), 3: Tally(count=1, total=1),
+    }  # fmt: skip
