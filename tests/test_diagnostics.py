@@ -602,3 +602,28 @@ def test_action_types_across_a_handover() -> None:
     assert action_types(interactions([[]] * 3, turns, slots=("a", "b"))) == {
         1: Tally(count=1, total=1), 2: Tally(count=2, total=2), 3: Tally(count=1, total=1),
     }  # fmt: skip
+
+
+def test_one_listener_over_attributes_only_to_the_late_joiner(tmp_path: Path) -> None:
+    """one-listener answers yes for every listener once anyone heard the slot. The agent hears
+    everything, so about it the answers are all right (0 over, 0 under); the colleague joins
+    late, so the slots said before it came are private to it and answered yes (over > 0), while
+    what it heard is answered yes too (0 under). Played beside a classic experiment in one
+    folder, the plot draws the model once per benchmark."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["run", "--model", "one-listener", "--experiment", "travel-booking",
+                     "--experiment", "travel-booking-late-joiner", "--results-dir",
+                     str(tmp_path)])  # fmt: skip
+    assert code == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    (joined,) = results["two_listeners"]["models"]
+    first, second = (joined["diagnostics"]["by_listener"][rank] for rank in ("1st", "2nd"))
+    assert (first["over_attribution"]["count"], first["under_attribution"]["count"]) == (0, 0)
+    assert first["over_attribution"]["total"] > 0 and first["under_attribution"]["total"] > 0
+    assert second["over_attribution"]["count"] > 0 and second["under_attribution"]["count"] == 0
+    (classic,) = results["models"]
+    assert classic["diagnostics"]["by_listener"] == {}
+    assert "### Per listener" in (tmp_path / "results.md").read_text()
+    plot = (tmp_path / "diagnostics.svg").read_text()
+    assert "one-listener-t0.0--one-listener-t0.0 (classic)" in plot
+    assert "one-listener-t0.0--one-listener-t0.0 (two-listeners)" in plot
