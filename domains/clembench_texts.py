@@ -63,6 +63,27 @@ def resource_phrasings(folder: Path, experiment: str) -> tuple[PhrasingLookup, P
     return (lambda slot, index: requests[slot][index], lambda slot, index: probes[slot][index])
 
 
+SLOT_VALUES_FILE = "slot_values.json"
+
+
+def resource_values(folder: Path, experiment: str) -> dict[str, tuple[str, ...]] | None:
+    """The values clembench's texts offer each slot of an experiment
+    (`<folder>/<experiment>/slot_values.json`, slot -> list of values): what its instances were
+    drawn from. None when the folder has no such file, or not one in that shape: the game never
+    needs them, only the diagnostics do, to tell a wrong value from a missing one."""
+    path = folder / experiment / SLOT_VALUES_FILE
+    try:
+        values = _read_json(path)
+    except ResourcesError:
+        return None
+    if not isinstance(values, dict) or not all(
+        isinstance(pool, list) and all(isinstance(value, str) for value in pool)
+        for pool in values.values()
+    ):
+        return None
+    return {str(slot): tuple(pool) for slot, pool in values.items()}
+
+
 def clembench_probe_wording(folder: Path) -> ProbeWording:
     """Probes framed as clembench frames them: `ME: <suffix> <question> <instruction>`.
 

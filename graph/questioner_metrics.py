@@ -82,6 +82,8 @@ class QuestionerTurn(BaseModel):
     """Slots whose values the answers before this turn gave."""
     calls: tuple[CheckedCall, ...]
     """Its calls, over every reply of the turn, in order."""
+    farewell: bool = False
+    """The leaving questioner's last turn before a handover: it may record, and asks nothing."""
 
 
 class _Reply(BaseModel):
@@ -131,6 +133,7 @@ def questioner_turns(interactions: Interactions) -> dict[str | None, list[Questi
     current: str | None = None
     heard: dict[str | None, set[str]] = {}
     turns: dict[tuple[str | None, int], tuple[frozenset[str], list[CheckedCall]]] = {}
+    farewells: set[tuple[str | None, int]] = set()
     for event in (event for events in interactions.turns for event in events):
         action = event.action
         extra = action.model_extra or {}
@@ -145,6 +148,8 @@ def questioner_turns(interactions: Interactions) -> dict[str | None, list[Questi
             if current is None:  # the first questioner hears until a note names the next
                 current = asker
             turns.setdefault((asker, turn), (frozenset(heard.get(asker, set())), []))
+            if extra.get("farewell") is True:
+                farewells.add((asker, turn))
         elif action.type == TOOL_CALL:
             call = _ToolCallEvent.model_validate(action.model_dump())
             asker = _questioner(extra)
@@ -153,7 +158,12 @@ def questioner_turns(interactions: Interactions) -> dict[str | None, list[Questi
     by_questioner: dict[str | None, list[QuestionerTurn]] = {}
     for (asker, turn), (revealed_then, calls) in turns.items():
         by_questioner.setdefault(asker, []).append(
-            QuestionerTurn(turn=turn, revealed=revealed_then, calls=tuple(calls))
+            QuestionerTurn(
+                turn=turn,
+                revealed=revealed_then,
+                calls=tuple(calls),
+                farewell=(asker, turn) in farewells,
+            )
         )
     return by_questioner
 

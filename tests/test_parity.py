@@ -339,6 +339,47 @@ def test_later_clemcore_layout_replays(tmp_path: Path, capsys: pytest.CaptureFix
     )  # fmt: skip
     assert code == 0, out
     assert "every reference score reproduced; every answerer message identical (6 calls)" in out
+    # Written as a run lays out its episodes (travel-booking is experiment 0 of the instances
+    # file), so eval reads it.
+    written = tmp_path / "out" / "OLMo-t0.0" / "privateshared" / "0_travel-booking" / "episode_0"
+    assert (written / "scores.json").is_file()
+    assert main(["eval", str(tmp_path / "out")]) == 0
+    assert "OLMo-t0.0 " in capsys.readouterr().out
+
+
+def test_replay_of_a_folder_above_the_runs_then_eval_works_as_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """clembench-records holds its runs under v2.0/ and v2.0-newformat/: the replay leaves those
+    folders out of its records, so that the eval command it prints tabulates every model."""
+    results = tmp_path / "replayed"
+    code, out = replay([str(SHARED_RECORDS.parent), "--results-dir", str(results)], capsys)
+    assert code == 0, out
+    assert "v2.0/" + GPT4O in out  # each episode is still named as found
+    assert sorted(path.name for path in results.iterdir()) == sorted(
+        {e.relative.parts[0] for e in EPISODES}
+    )
+    (command,) = [line for line in out.splitlines() if line.startswith("tables: ")]
+    assert command == f"tables: privateshared eval {results}"
+    assert main(command.removeprefix("tables: privateshared ").split()) == 0
+    models = json.loads((results / "results.json").read_text())["models"]
+    assert len(models) == 9 and sum(row["episodes"] for row in models) == 10
+
+
+def test_two_sources_of_one_episode_are_refused_before_replaying(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of one pair, kept apart only by the folders above them, would be replayed into
+    one episode folder: the replay says so and writes nothing."""
+    for run in ("v1", "v2"):
+        shutil.copytree(SHARED_RECORDS / GPT4O, tmp_path / "runs" / run / GPT4O)
+    results = tmp_path / "replayed"
+    code = main(["replay", str(tmp_path / "runs"), "--instances", str(INSTANCES),
+                 "--results-dir", str(results)])  # fmt: skip
+    assert code == 2
+    error = capsys.readouterr().err
+    assert "would both be replayed into" in error and "its own --results-dir" in error
+    assert not results.exists()
 
 
 def test_eval_of_replayed_records_shows_intervals_beside_clembenchs_columns(

@@ -37,6 +37,7 @@ from privateshared.domains.clembench_texts import (
     ResourcesError,
     clembench_probe_wording,
     resource_phrasings,
+    resource_values,
 )
 from privateshared.domains.instances import (
     ExperimentSpec,
@@ -69,7 +70,8 @@ class RecordedEpisode:
 
     folder: Path
     relative: Path
-    """Path below the results root: `<pair>/privateshared/<index>_<experiment>/episode_<id>`."""
+    """Path below the root replay was given, as printed: `<pair>/privateshared/<index>_<experiment>/
+    episode_<id>`, with any folders the root keeps above the pairs (`v2.0/<pair>/...`)."""
     experiment: str
     game_id: int
 
@@ -125,6 +127,25 @@ def find_recorded_episodes(root: Path) -> list[RecordedEpisode]:
             RecordedEpisode(folder, folder.relative_to(root), experiment, int(match.group(1)))
         )
     return episodes
+
+
+INDEXED_EXPERIMENT = re.compile(r"^\d+_")
+"""An experiment folder named with its index, as clembench 2.0's runs and ours name them."""
+
+
+def replayed_folder(episode: RecordedEpisode, instances: InstancesFile) -> Path:
+    """Where the replay of `episode` goes below the results folder: the layout of a run,
+    `<pair>/privateshared/<index>_<experiment>/episode_<game_id>`, so that `privateshared eval`
+    reads the folder replay wrote as it reads a run's. Whatever the source keeps above its pairs
+    (clembench-runs' `v2.0/`) is left out, and later clemcore versions' `<experiment>/
+    instance_<00000>` get the index of the experiment in the instances file."""
+    experiment_folder = episode.folder.parent.name
+    if not INDEXED_EXPERIMENT.match(experiment_folder):
+        names = [spec.name for spec in instances.experiments]
+        if episode.experiment in names:  # else the replay fails to find the instance anyway
+            experiment_folder = f"{names.index(episode.experiment)}_{episode.experiment}"
+    pair = episode.folder.parents[2].name  # the folder above `privateshared`
+    return Path(pair, GAME_NAME, experiment_folder, f"episode_{episode.game_id}")
 
 
 def _find_spec(
@@ -251,7 +272,7 @@ async def replay_episode(
 
     An experiment of our own instances files names its domain: when `domains` knows it, the
     instance gets its texts (clembench's files name none, and take `resources`' texts)."""
-    folder, ours = episode.folder, results_dir / episode.relative
+    folder, ours = episode.folder, results_dir / replayed_folder(episode, instances)
     outcome = ReplayOutcome(episode, reference_scores=(folder / SCORES_FILE).is_file())
     named: str | None = None
     try:
@@ -286,8 +307,9 @@ async def replay_episode(
         return outcome
     save_episode(ours, spec.model_dump(mode="json", exclude_none=True), state, context)
     write_experiment_file(
-        ours.parent, episode.experiment, None, folder.parents[2].name, replayer,
+        ours.parent, episode.experiment, named, folder.parents[2].name, replayer,
         context.questioner, benchmark=benchmark_of([spec]),
+        slot_values=None if resources is None else resource_values(resources, experiment),
     )  # fmt: skip
     assert state.scores is not None  # save_episode checked
     outcome.scores = state.scores

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
+from pathlib import Path
 
 from privateshared.bench.clembench.replay import (
     ReplayOutcome,
     describe_outcome,
     find_recorded_episodes,
     replay_episode,
+    replayed_folder,
     summarise,
 )
 from privateshared.bench.cli.usage import UsageError, check_writable
@@ -34,6 +37,17 @@ def replay_command(args: argparse.Namespace) -> int:
     episodes = find_recorded_episodes(args.source)
     if not episodes:
         raise UsageError(f"{args.source}: no privateshared episodes with an interactions.json")
+    # Folders above the pairs are left out of the replay's records (replayed_folder), so two
+    # sources of one pair and episode (v1.6/ and v2.0/, say) would write into one folder.
+    sources: dict[Path, Path] = {}
+    for episode in episodes:
+        target = replayed_folder(episode, instances)
+        if target in sources:
+            raise UsageError(
+                f"{sources[target]} and {episode.folder} would both be replayed into "
+                f"{args.results_dir / target}; replay each into its own --results-dir"
+            )
+        sources[target] = episode.folder
     check_writable(args.results_dir)
 
     async def replay_all() -> list[ReplayOutcome]:
@@ -48,4 +62,6 @@ def replay_command(args: argparse.Namespace) -> int:
 
     outcomes = asyncio.run(replay_all())
     print(f"\n{summarise(outcomes, args.resources)}; records in {args.results_dir}/")
+    # They are laid out as a run's, so the usual command tabulates them.
+    print(f"tables: privateshared eval {shlex.quote(str(args.results_dir))}")
     return 0 if all(o.verdict in ("reproduced", "unreferenced") for o in outcomes) else 1

@@ -12,6 +12,8 @@ same on a run that just ended, an old one, or published clembench records.
   and results.csv) and the terminal table; `comparisons.py` lays out the paired comparisons
   there, `costs.py` the tokens and cost, `conditions.py` a model guided beside unguided, all in
   the cells of `cells.py`; `plots.py` draws the SVG plots.
+- `diagnostics/`: where the errors lie (over- and under-attribution and their breakdowns, the
+  answers' failures, the questioner's action types), counted from the records, with intervals.
 - `transcripts/`: a self-contained HTML page per episode and an index.
 - `rescore.py`: scores.json recomputed from interactions.json.
 """

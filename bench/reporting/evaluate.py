@@ -30,6 +30,7 @@ from typing import Literal, TypeVar
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
@@ -37,6 +38,12 @@ from pydantic import (
 
 from privateshared.agents.usage import Price, Usage, total_usage
 from privateshared.bench.defaults import DEFAULT_RESAMPLES
+from privateshared.bench.reporting.diagnostics import (
+    Diagnostics,
+    EpisodeDiagnostics,
+    diagnose,
+    read_episode_diagnostics,
+)
 from privateshared.bench.reporting.statistics import SEED, mean_interval
 from privateshared.bench.reporting.uncertainty import (
     Comparison,
@@ -133,6 +140,10 @@ class EpisodeRecord(BaseModel):
     cost_usd: float | None = None
     """What those tokens cost at the prices experiment.json records for each seat's model (US
     dollars); None without usage, or when a seat that used tokens has no price."""
+    diagnostics: EpisodeDiagnostics | None = Field(default=None, exclude=True)
+    """The counts behind the diagnostics (diagnostics/), from interactions.json; None unless
+    played or aborted with readable records. Not in results.json: its aggregates hold the
+    rates."""
 
     def score(self, name: str) -> float:
         """Return the episode score `name`, NaN when the episode has no such score."""
@@ -234,6 +245,10 @@ class Aggregate(BaseModel):
     cost_usd: float | None = None
     """US dollars, at the prices experiment.json records; None when no episode reported usage or
     one that did has no price (never part of a cost)."""
+    diagnostics: Diagnostics | None = None
+    """Where the errors lie (diagnostics/rates.py): over- and under-attribution and their
+    breakdowns, each with its interval. None over every model together, and without a played or
+    aborted episode whose records could be read."""
 
 
 class RoundMean(BaseModel):
@@ -530,6 +545,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
     elif error_path.is_file():
         error = _read(error_path, CallFailure)
         status = "errored"
+    counted = read_episode_diagnostics(folder) if status in ("played", "aborted") else None
     experiment = name if index.isdigit() and name else folder.parent.name
     usage = _usage(folder)
     return EpisodeRecord(
@@ -549,6 +565,7 @@ def read_episode(folder: Path) -> EpisodeRecord:
         usage=usage,
         cost_usd=episode_cost(usage, _prices(folder.parent / "experiment.json")) if usage else None,
         guided=_guided(folder.parent / "experiment.json"),
+        diagnostics=counted,
     )
 
 
@@ -649,6 +666,9 @@ def aggregate(
         questioner_judge_score=questioner_mean(QUESTIONER_JUDGE_SCORE),
         **(tokens.model_dump() if tokens is not None else {}),
         cost_usd=cost,
+        # Over every model the units would be instances, and a rate over several models'
+        # errors says nothing of any of them.
+        diagnostics=None if model == ALL_MODELS else diagnose(episodes, resamples),
     )
 
 

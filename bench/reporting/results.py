@@ -33,6 +33,11 @@ from privateshared.bench.reporting.cells import aligned, fixed, interval_cell, m
 from privateshared.bench.reporting.comparisons import comparison_lines, comparisons_section
 from privateshared.bench.reporting.conditions import guided_section
 from privateshared.bench.reporting.costs import usage_lines, usage_section
+from privateshared.bench.reporting.diagnostics.report import (
+    diagnostics_section,
+    has_action_types,
+    mean_cell,
+)
 from privateshared.bench.reporting.evaluate import (
     Aggregate,
     EpisodeRecord,
@@ -42,7 +47,11 @@ from privateshared.bench.reporting.evaluate import (
     group_episodes,
     mean,
 )
-from privateshared.bench.reporting.plots import plot_accuracy_by_round, plot_questioner_by_turn
+from privateshared.bench.reporting.plots import (
+    plot_accuracy_by_round,
+    plot_diagnostics,
+    plot_questioner_by_turn,
+)
 from privateshared.bench.reporting.statistics import Interval
 from privateshared.domains.audience import Benchmark
 from privateshared.graph.files import write_json, write_text
@@ -185,6 +194,8 @@ _QUESTIONER_COLUMNS = ["episodes", "slot accuracy", "JGA", "hallucination rate",
                        "questions / episode"]  # fmt: skip
 _JUDGE_COLUMN = "judge (1-5)"
 """Shown only when a judge rated the questions."""
+_ACTION_COLUMN = "action types [95% CI]"
+"""Shown only where the records hold the questioner's calls (diagnostics/)."""
 
 
 def has_judge_scores(evaluation: Evaluation) -> bool:
@@ -320,11 +331,18 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         ]
         rows = [row for group in groups for row in group] + [evaluation.overall]
         judged = has_judge_scores(evaluation)
+        # Beside the belief state, what it did: MAS4CS's action-type accuracy, from the records.
+        acted = has_action_types(evaluation)
+
+        def action_types(row: Aggregate) -> list[str]:
+            found = row.diagnostics
+            return [mean_cell(found.action_type_accuracy) if found else "n/a"] if acted else []
+
         table = markdown_table(
             ["model", "experiment", "questioner", *_QUESTIONER_COLUMNS,
-             *([_JUDGE_COLUMN] if judged else [])],
+             *([_JUDGE_COLUMN] if judged else []), *([_ACTION_COLUMN] if acted else [])],
             [[row.model, row.experiment or ALL, row.questioner or "?",
-              *_questioner_cells(row, judged)]
+              *_questioner_cells(row, judged), *action_types(row)]
              for row in rows if row.questioner_episodes],
             left=3,
         )  # fmt: skip
@@ -333,7 +351,14 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
             "averaged over the scored episodes (played or aborted) with questioner scores: slot "
             "accuracy (recall), joint goal accuracy, hallucination rate (the precision "
             "complement), rule violations and questions per episode, valid calls, completed "
-            f"tasks.\n\n{table}"
+            "tasks"
+            + (
+                "; and its action types, the share of turns whose kinds of call (ask, record, "
+                "finish) were the ones called for, per turn under Diagnostics"
+                if acted
+                else ""
+            )
+            + f".\n\n{table}"
         ]
     listeners: list[str] = []
     if evaluation.listeners:
@@ -368,6 +393,7 @@ def _markdown_sections(evaluation: Evaluation) -> list[str]:
         "episodes that completed it (aborted ones included); results.json gives each its 95% "
         "interval (the episodes resampled, never their probes), and accuracy_by_round.svg "
         f"draws it as a band.\n\n{per_round}",
+        *filter(None, [diagnostics_section(evaluation)]),
         *questioner,
         *listeners,
     ]
@@ -473,6 +499,9 @@ def _dump(evaluation: Evaluation) -> dict[str, Any]:
     return evaluation.model_dump(mode="python", exclude=leave_out)
 
 
+DIAGNOSTICS_PLOT = "diagnostics.svg"
+
+
 def write_results(results_dir: Path, *evaluations: Evaluation) -> list[Path]:
     """Write the files of the benchmarks' evaluations (`evaluate_benchmarks`: classic first)
     into `results_dir`, each atomically; return their paths."""
@@ -496,6 +525,9 @@ def write_results(results_dir: Path, *evaluations: Evaluation) -> list[Path]:
     if any(line.rounds for e in evaluations for line in e.rounds_by_model):
         plot_accuracy_by_round(evaluations, results_dir / "accuracy_by_round.svg")
         written.append(results_dir / "accuracy_by_round.svg")
+    if any(row.diagnostics for e in evaluations for row in e.models):
+        plot_diagnostics(evaluations, results_dir / DIAGNOSTICS_PLOT)
+        written.append(results_dir / DIAGNOSTICS_PLOT)
     if any(line.slot_accuracy for e in evaluations for line in e.questioner_by_model):
         plot_questioner_by_turn(evaluations, results_dir / "questioner_by_turn.svg")
         written.append(results_dir / "questioner_by_turn.svg")

@@ -4,7 +4,7 @@ named as clembench names them."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -75,6 +75,7 @@ def write_experiment_file(
     questioner: Player,
     judge: Player | None = None,
     benchmark: Benchmark = "classic",
+    slot_values: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """An experiment folder's experiment.json: what was played, by whom, with which settings
     (for models: their ModelSpec, the name of the key's variable but never the key), when, and,
@@ -92,6 +93,10 @@ def write_experiment_file(
             **({"settings": settings} if settings else {}),
             # Only where it is news: a classic experiment.json stays what it always was.
             **({"benchmark": benchmark} if benchmark != "classic" else {}),
+            # A replay of clembench's records with clembench's texts: the values its instances
+            # were drawn from, which no domain of ours names (the diagnostics read them).
+            **({"slot_values": {s: list(v) for s, v in slot_values.items()}}
+               if slot_values is not None else {}),
             "timestamp": now_iso(),
         },
     )  # fmt: skip
