@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from privateshared.agents.views import REFUSED
 from privateshared.bench.reporting.transcripts.html import escape_text, event_extra, event_text
 from privateshared.graph.records import QUESTIONER, Event
 
@@ -109,7 +110,7 @@ def _verdicts(call: Call) -> list[str]:
     """What the game master found about one call, as tags after its line."""
     checks = call.checks
     if not call.valid:
-        why = checks.get("error") or call.result.removeprefix("Error: ")
+        why = checks.get("error") or call.result.removeprefix(REFUSED)
         tags = [_tag("verdict wrong", f"\u2717 {why}")]
     elif call.name == "record":
         true = checks.get("true_value")
